@@ -1,0 +1,53 @@
+"""The one place where Ansible meets the core: argument spec in, result or failure out.
+
+A module is ``run(spec, core_function)``; the core function gets a connected client, the
+parameters and whether Ansible runs in check mode, and returns the result dict
+(``changed``, ``diff``, module-specific keys, optional ``warnings``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback
+
+from .client import CONNECTION_ENV, Client, ConnectionOptions, connect
+from .errors import NmoError
+
+CONNECTION_SPEC: Dict[str, Dict[str, Any]] = {
+    "kubeconfig": {"type": "raw"},
+    "context": {"type": "str"},
+    "host": {"type": "str"},
+    "api_key": {"type": "str", "no_log": True},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
+    "client_cert": {"type": "path", "aliases": ["cert_file"]},
+    "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
+    "proxy": {"type": "str"},
+}
+for _name, _env in CONNECTION_ENV.items():
+    CONNECTION_SPEC[_name]["fallback"] = (env_fallback, [_env])
+
+CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
+
+
+def run(argument_spec: Dict[str, Any], core: CoreFunction, pool_size: Optional[Callable[[Dict[str, Any]], int]] = None,
+        **module_kwargs: Any) -> None:
+    module = AnsibleModule(argument_spec={**CONNECTION_SPEC, **argument_spec}, supports_check_mode=True,
+                           **module_kwargs)
+    params = dict(module.params)
+    if isinstance(params.get("kubeconfig"), dict):
+        module.fail_json(msg="kubeconfig as a dict is not supported: give the path of a kubeconfig file")
+    try:
+        client = connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
+        result = core(client, params, module.check_mode)
+    except NmoError as exc:
+        details = {k: v for k, v in exc.details.items() if v is not None}
+        module.fail_json(msg=exc.message, **details)
+    for warning in result.pop("warnings", []):
+        module.warn(warning)
+    if not module._diff:
+        result.pop("diff", None)
+    result.setdefault("changed", False)
+    result.setdefault("api_requests", client.requests)
+    module.exit_json(**result)

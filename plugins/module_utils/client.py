@@ -1,0 +1,259 @@
+"""Connection options -> one configured API client.
+
+The ``kubernetes`` package resolves the connection (kubeconfig, context, exec plugins,
+in-cluster service account); requests then go straight through one urllib3 pool as JSON
+dicts. Skipping the generated model classes keeps a 110-pod list cheap to read, lets the
+drain evict in parallel on one pool, and gives every caller the same error mapping and a
+request counter for the benchmarks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Dict, Iterator, Optional, Tuple
+from urllib.parse import quote, urlencode
+
+from .errors import ApiError, ConnectionConfigError, api_error
+
+# The options every module takes, with the environment variables kubernetes.core reads.
+CONNECTION_ENV = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "client_cert": "K8S_AUTH_CERT_FILE",
+    "client_key": "K8S_AUTH_KEY_FILE",
+    "proxy": "K8S_AUTH_PROXY",
+}
+
+USER_AGENT = "nmo.maintenance"
+
+
+@dataclass(frozen=True)
+class ConnectionOptions:
+    kubeconfig: Optional[str] = None
+    context: Optional[str] = None
+    host: Optional[str] = None
+    api_key: Optional[str] = None
+    validate_certs: Optional[bool] = None
+    ca_cert: Optional[str] = None
+    client_cert: Optional[str] = None
+    client_key: Optional[str] = None
+    proxy: Optional[str] = None
+
+    @classmethod
+    def from_params(cls, params: Dict[str, Any]) -> ConnectionOptions:
+        return cls(**{f.name: params.get(f.name) for f in fields(cls)})
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+
+def _load_configuration(options: ConnectionOptions) -> Any:
+    try:
+        from kubernetes import config as kube_config
+        from kubernetes.client import Configuration
+    except ImportError as exc:  # pragma: no cover - depends on the controller's Python
+        raise ConnectionConfigError(
+            "the Python package 'kubernetes' is required on the controller: "
+            "pip install -r requirements.txt (" + str(exc) + ")") from exc
+
+    cfg = Configuration()
+    explicit_host = options.host and not options.kubeconfig and not options.context
+    try:
+        if not explicit_host:
+            kubeconfig = options.kubeconfig
+            default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
+            if kubeconfig or options.context or os.path.exists(default):
+                kube_config.load_kube_config(config_file=kubeconfig, context=options.context,
+                                             client_configuration=cfg, persist_config=False)
+            elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+                kube_config.load_incluster_config(client_configuration=cfg)
+            elif not options.host:
+                raise ConnectionConfigError(
+                    "no cluster configuration: give kubeconfig (or K8S_AUTH_KUBECONFIG / KUBECONFIG), "
+                    "or host with credentials, or run inside a pod")
+    except ConnectionConfigError:
+        raise
+    except Exception as exc:  # the kubernetes package raises several unrelated types here
+        raise ConnectionConfigError(f"cannot load the cluster configuration: {exc}") from exc
+
+    if options.host:
+        cfg.host = options.host
+    if options.api_key:
+        cfg.api_key = {"authorization": options.api_key}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+    if options.ca_cert:
+        cfg.ssl_ca_cert = options.ca_cert
+    if options.client_cert:
+        cfg.cert_file = options.client_cert
+    if options.client_key:
+        cfg.key_file = options.client_key
+    if options.validate_certs is not None:
+        cfg.verify_ssl = bool(options.validate_certs)
+    if options.proxy:
+        cfg.proxy = options.proxy
+    for path in (cfg.ssl_ca_cert, cfg.cert_file, cfg.key_file):
+        if path and not os.path.exists(path):
+            raise ConnectionConfigError(f"file not found: {path} (check ca_cert, client_cert and client_key)")
+    return cfg
+
+
+class Client:
+    """A configured connection to one API server; thread-safe, counts its requests."""
+
+    def __init__(self, configuration: Any, pool_size: int = 16) -> None:
+        import urllib3
+
+        self.configuration = configuration
+        self.host = configuration.host.rstrip("/")
+        self.requests = 0
+        self._lock = threading.Lock()
+        kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
+        if self.host.startswith("https"):
+            verify = configuration.verify_ssl
+            kwargs["cert_reqs"] = "CERT_REQUIRED" if verify else "CERT_NONE"
+            if verify and configuration.ssl_ca_cert:
+                kwargs["ca_certs"] = configuration.ssl_ca_cert
+            if configuration.cert_file:
+                kwargs["cert_file"] = configuration.cert_file
+            if configuration.key_file:
+                kwargs["key_file"] = configuration.key_file
+            if not verify:
+                urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        if configuration.proxy:
+            self.pool = urllib3.ProxyManager(configuration.proxy, **kwargs)
+        else:
+            self.pool = urllib3.PoolManager(**kwargs)
+
+    # -- plumbing -------------------------------------------------------------------------
+    def _headers(self, content_type: Optional[str]) -> Dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if content_type:
+            headers["Content-Type"] = content_type
+        cfg = self.configuration
+        if getattr(cfg, "refresh_api_key_hook", None):
+            cfg.refresh_api_key_hook(cfg)
+        token = cfg.get_api_key_with_prefix("authorization")
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def url(self, path: str, query: Optional[Dict[str, Any]] = None) -> str:
+        q = {k: v for k, v in (query or {}).items() if v is not None}
+        return self.host + path + ("?" + urlencode(q) if q else "")
+
+    def _count(self) -> None:
+        with self._lock:
+            self.requests += 1
+
+    def request(self, method: str, path: str, query: Optional[Dict[str, Any]] = None,
+                body: Any = None, content_type: Optional[str] = None,
+                timeout: float = 30.0) -> Dict[str, Any]:
+        """One request; returns the decoded JSON body, raises ApiError on a non-2xx status."""
+        import urllib3
+
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            content_type = content_type or "application/json"
+        self._count()
+        try:
+            resp = self.pool.request(method, self.url(path, query), body=data,
+                                     headers=self._headers(content_type),
+                                     timeout=urllib3.Timeout(connect=10, read=timeout), retries=False)
+        except urllib3.exceptions.HTTPError as exc:
+            raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", method, path) from exc
+        payload = resp.data
+        try:
+            decoded = json.loads(payload) if payload else {}
+        except ValueError:
+            decoded = {"message": payload.decode(errors="replace")[:500]}
+        if resp.status >= 300:
+            raise api_error(resp.status, decoded.get("reason") or resp.reason or "",
+                            decoded.get("message", ""), method, path, decoded)
+        return decoded
+
+    def get(self, path: str, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        return self.request("GET", path, query)
+
+    def get_or_none(self, path: str, query: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+        from .errors import NotFound
+
+        try:
+            return self.get(path, query)
+        except NotFound:
+            return None
+
+    def post(self, path: str, body: Any, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        return self.request("POST", path, query, body)
+
+    def put(self, path: str, body: Any, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        return self.request("PUT", path, query, body)
+
+    def patch(self, path: str, body: Any, patch_type: str = "merge",
+              query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        content_type = {
+            "json": "application/json-patch+json",
+            "merge": "application/merge-patch+json",
+            "strategic": "application/strategic-merge-patch+json",
+        }[patch_type]
+        return self.request("PATCH", path, query, body, content_type)
+
+    def delete(self, path: str, body: Any = None, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        return self.request("DELETE", path, query, body)
+
+    def stream(self, path: str, query: Dict[str, Any], read_timeout: float) -> Any:
+        """Open a streaming GET (a watch); the caller reads lines and closes it."""
+        import urllib3
+
+        self._count()
+        try:
+            resp = self.pool.request("GET", self.url(path, query), headers=self._headers(None),
+                                     preload_content=False, retries=False,
+                                     timeout=urllib3.Timeout(connect=10, read=read_timeout))
+        except urllib3.exceptions.HTTPError as exc:
+            raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", "GET", path) from exc
+        if resp.status >= 300:
+            payload = resp.read()
+            resp.release_conn()
+            try:
+                decoded = json.loads(payload)
+            except ValueError:
+                decoded = {}
+            raise api_error(resp.status, decoded.get("reason", ""), decoded.get("message", ""), "GET", path, decoded)
+        return resp
+
+
+def iter_lines(resp: Any) -> Iterator[bytes]:
+    """Lines of a streaming response (a watch sends one JSON event a line)."""
+    buffer = b""
+    for chunk in resp.stream(65536, decode_content=True):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line
+    if buffer.strip():
+        yield buffer
+
+
+_clients: Dict[Tuple[str, int], Client] = {}
+
+
+def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
+    """The client for these options (one per process and configuration)."""
+    key = (options.digest(), pool_size)
+    if key not in _clients:
+        _clients[key] = Client(_load_configuration(options), pool_size=pool_size)
+    return _clients[key]
+
+
+def path_segment(name: str) -> str:
+    return quote(name, safe="")

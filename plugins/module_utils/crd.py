@@ -1,0 +1,151 @@
+"""The NodeMaintenance CustomResourceDefinition we ship: NMO's schema, printer columns,
+and the API server itself refusing a change of ``spec.nodeName`` (a CEL rule, so no
+webhook server has to run anywhere)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+GROUP = "nodemaintenance.medik8s.io"
+VERSION = "v1beta1"
+KIND = "NodeMaintenance"
+PLURAL = "nodemaintenances"
+CRD_NAME = f"{PLURAL}.{GROUP}"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "nmo.maintenance"
+# Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
+SCHEMA_REVISION = "1"
+REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
+NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
+
+PHASES = ("Pending", "Running", "Succeeded", "Failed")
+
+
+def _integer(description: str, **extra: Any) -> Dict[str, Any]:
+    return {"type": "integer", "description": description, **extra}
+
+
+def manifest() -> Dict[str, Any]:
+    status = {
+        "type": "object",
+        "description": "Observed state of the maintenance, written by whoever runs it.",
+        "properties": {
+            "phase": {"type": "string", "description": "Pending, Running, Succeeded or Failed.",
+                      "enum": list(PHASES)},
+            "drainProgress": _integer("Percent of the pods to evict that are gone.", minimum=0, maximum=100),
+            "totalpods": _integer("Pods on the node when the drain started."),
+            "evictionPods": _integer("Pods to evict when the drain started."),
+            "pendingPods": {"type": "array", "items": {"type": "string"},
+                            "description": "Names of the pods not yet gone."},
+            "pendingPodsRefs": {
+                "type": "array", "description": "Namespace and name of the pods not yet gone.",
+                "items": {"type": "object", "properties": {"namespace": {"type": "string"},
+                                                           "name": {"type": "string"}}},
+            },
+            "lastError": {"type": "string", "description": "The latest error, if any."},
+            "lastUpdate": {"type": "string", "format": "date-time",
+                           "description": "When the status was last written."},
+            "errorOnLeaseCount": _integer("Consecutive failures to obtain the lease."),
+        },
+    }
+    spec = {
+        "type": "object",
+        "required": ["nodeName"],
+        "properties": {
+            "nodeName": {
+                "type": "string", "minLength": 1, "description": "The node to maintain.",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": NODE_NAME_IMMUTABLE}],
+            },
+            "reason": {"type": "string", "description": "Why the node is maintained."},
+        },
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": CRD_NAME,
+            "labels": {MANAGED_BY_LABEL: MANAGED_BY},
+            "annotations": {REVISION_ANNOTATION: SCHEMA_REVISION},
+        },
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster",
+            "names": {"kind": KIND, "listKind": KIND + "List", "plural": PLURAL,
+                      "singular": "nodemaintenance", "shortNames": ["nm"]},
+            "versions": [{
+                "name": VERSION, "served": True, "storage": True,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "Node", "type": "string", "jsonPath": ".spec.nodeName"},
+                    {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+                    {"name": "Progress", "type": "integer", "jsonPath": ".status.drainProgress"},
+                    {"name": "Reason", "type": "string", "priority": 1, "jsonPath": ".spec.reason"},
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "A maintenance of one node: cordon, taints, drain, and back.",
+                    "properties": {
+                        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                        "metadata": {"type": "object"}, "spec": spec, "status": status,
+                    },
+                }},
+            }],
+        },
+    }
+
+
+def is_ours(crd: Dict[str, Any]) -> bool:
+    return crd.get("metadata", {}).get("labels", {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def installed_revision(crd: Dict[str, Any]) -> str:
+    return crd.get("metadata", {}).get("annotations", {}).get(REVISION_ANNOTATION, "")
+
+
+def _wait_established(client: Any, timeout: float = 30.0) -> None:
+    from .waiter import Watcher, wait_until
+
+    def established() -> Any:
+        crd = watcher.objects.get(f"/{CRD_NAME}")
+        conditions = (crd or {}).get("status", {}).get("conditions", [])
+        return True if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions) else None
+
+    with Watcher(client, CRD_PATH, {"fieldSelector": f"metadata.name={CRD_NAME}"}) as watcher:
+        wait_until(watcher, established, timeout, lambda: f"CRD {CRD_NAME} to be established")
+
+
+def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
+    """Install our CRD, or upgrade an older revision of it; leave one installed by NMO alone.
+
+    Returns ``{"state": created|upgraded|unchanged|foreign, "changed": bool}``.
+    """
+    existing = client.get_or_none(f"{CRD_PATH}/{CRD_NAME}")
+    wanted = manifest()
+    if existing is None:
+        if not check_mode:
+            client.post(CRD_PATH, wanted)
+            _wait_established(client)
+        return {"state": "created", "changed": True}
+    if not is_ours(existing):
+        return {"state": "foreign", "changed": False}
+    if installed_revision(existing) == SCHEMA_REVISION:
+        return {"state": "unchanged", "changed": False}
+    if not check_mode:
+        wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
+        client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
+        _wait_established(client)
+    return {"state": "upgraded", "changed": True}
+
+
+def remove(client: Any, check_mode: bool = False) -> Dict[str, Any]:
+    """Delete our CRD (and with it every NodeMaintenance); never one installed by NMO."""
+    existing = client.get_or_none(f"{CRD_PATH}/{CRD_NAME}")
+    if existing is None:
+        return {"state": "absent", "changed": False}
+    if not is_ours(existing):
+        return {"state": "foreign", "changed": False}
+    if not check_mode:
+        client.delete(f"{CRD_PATH}/{CRD_NAME}")
+    return {"state": "deleted", "changed": True}

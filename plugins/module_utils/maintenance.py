@@ -1,0 +1,156 @@
+"""The NodeMaintenance object: find it by node, create it (or refuse to), keep its status.
+
+One NodeMaintenance per node, found by ``spec.nodeName`` whatever its name, so a rerun or
+an object made by hand is resumed rather than duplicated. Status goes through the status
+subresource as a merge patch of just the fields that changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from .client import Client, path_segment
+from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
+from .errors import InputError, NotFound, RefusedError
+from .events import now_rfc3339
+from .taints import read_node
+
+API = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+API_VERSION = f"{GROUP}/{VERSION}"
+STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
+                 "lastError", "errorOnLeaseCount")
+
+
+def default_name(node: str) -> str:
+    """``maintenance-worker-01`` for ``node-worker-01``, as the seed names them."""
+    return "maintenance-" + (node[len("node-"):] if node.startswith("node-") else node)
+
+
+def path(name: str) -> str:
+    return f"{API}/{path_segment(name)}"
+
+
+def list_all(client: Client) -> List[Dict[str, Any]]:
+    try:
+        items = client.get(API).get("items", [])
+    except NotFound:  # the CRD is not installed: there are none
+        return []
+    for item in items:
+        item.setdefault("apiVersion", API_VERSION)
+        item.setdefault("kind", KIND)
+    return items
+
+
+def find(client: Client, node: str, items: Optional[List[Dict[str, Any]]] = None) -> Optional[Dict[str, Any]]:
+    """The NodeMaintenance that names ``node`` (the oldest if, against the rules, several do)."""
+    matching = [nm for nm in (items if items is not None else list_all(client))
+                if nm.get("spec", {}).get("nodeName") == node]
+    matching.sort(key=lambda nm: nm["metadata"].get("creationTimestamp", ""))
+    return matching[0] if matching else None
+
+
+def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
+    nm = client.get_or_none(path(name))
+    if nm:
+        nm.setdefault("apiVersion", API_VERSION)
+        nm.setdefault("kind", KIND)
+    return nm
+
+
+def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
+           check_mode: bool = False) -> Tuple[Dict[str, Any], bool]:
+    """The node's NodeMaintenance, created (phase Pending) when there is none.
+
+    Refused before anything is written when the node does not exist, or when ``name`` is
+    given and a NodeMaintenance of another name already names the node.
+    """
+    if not node:
+        raise InputError("node is required")
+    read_node(client, node)  # refuses with 'node "X" not found in cluster'
+    existing = find(client, node)
+    if existing is not None:
+        if name and existing["metadata"]["name"] != name:
+            raise RefusedError(f"a NodeMaintenance for node {node} already exists "
+                               f"({existing['metadata']['name']}); resume that one or delete it first")
+        return existing, False
+    name = name or default_name(node)
+    taken = get(client, name)
+    if taken is not None:
+        raise RefusedError(f"NodeMaintenance {name} already exists for node "
+                           f"{taken.get('spec', {}).get('nodeName')}; choose another name")
+    body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
+            "spec": {"nodeName": node, "reason": reason or ""}}
+    if check_mode:
+        body["status"] = {"phase": "Pending"}
+        return body, True
+    created = client.post(API, body)
+    created.setdefault("apiVersion", API_VERSION)
+    created.setdefault("kind", KIND)
+    created, _ = update_status(client, created, {"phase": "Pending"})
+    return created, True
+
+
+def drain_progress(eviction_pods: int, pending: int) -> int:
+    """Percent of the pods to evict that are gone; 100 when there was nothing to evict."""
+    if eviction_pods <= 0:
+        return 100
+    done = max(eviction_pods - max(pending, 0), 0)
+    return min(100, done * 100 // eviction_pods)
+
+
+def status_changes(nm: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
+    """The fields of ``wanted`` that differ from the object's status."""
+    unknown = set(wanted) - set(STATUS_FIELDS)
+    if unknown:
+        raise InputError(f"unknown status fields: {', '.join(sorted(unknown))} (known: {', '.join(STATUS_FIELDS)})")
+    if "phase" in wanted and wanted["phase"] not in PHASES:
+        raise InputError(f"phase must be one of {', '.join(PHASES)}, got {wanted['phase']!r}")
+    current = nm.get("status") or {}
+    return {k: v for k, v in wanted.items() if v is not None and current.get(k) != v}
+
+
+def update_status(client: Client, nm: Dict[str, Any], wanted: Dict[str, Any],
+                  check_mode: bool = False) -> Tuple[Dict[str, Any], bool]:
+    """Write the status fields that differ (plus lastUpdate); no request when none do."""
+    changes = status_changes(nm, wanted)
+    if not changes:
+        return nm, False
+    changes["lastUpdate"] = now_rfc3339()
+    if check_mode:
+        merged = dict(nm)
+        merged["status"] = {**(nm.get("status") or {}), **changes}
+        return merged, True
+    updated = client.patch(path(nm["metadata"]["name"]) + "/status", {"status": changes}, "merge")
+    updated.setdefault("apiVersion", API_VERSION)
+    updated.setdefault("kind", KIND)
+    return updated, True
+
+
+def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False) -> bool:
+    if check_mode:
+        return True
+    try:
+        client.delete(path(nm["metadata"]["name"]))
+        return True
+    except NotFound:
+        return False
+
+
+def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """What an operator looks at first: name, phase, progress, pending pods, last error."""
+    if nm is None:
+        return None
+    status = nm.get("status") or {}
+    return {
+        "name": nm["metadata"]["name"],
+        "nodeName": nm.get("spec", {}).get("nodeName"),
+        "reason": nm.get("spec", {}).get("reason", ""),
+        "phase": status.get("phase", ""),
+        "drainProgress": status.get("drainProgress", 0),
+        "totalpods": status.get("totalpods"),
+        "evictionPods": status.get("evictionPods"),
+        "pendingPods": status.get("pendingPods", []),
+        "lastError": status.get("lastError", ""),
+        "lastUpdate": status.get("lastUpdate", ""),
+        "created": nm["metadata"].get("creationTimestamp", ""),
+    }

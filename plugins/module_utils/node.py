@@ -1,0 +1,56 @@
+"""A node's marks for maintenance besides taints: cordon and the remediation label."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from .client import Client
+from .taints import node_path, read_node
+
+EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
+CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
+
+
+def marking(node: Dict[str, Any], label_key: str) -> Dict[str, Any]:
+    return {
+        "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
+        "label": node.get("metadata", {}).get("labels", {}).get(label_key) == "true",
+    }
+
+
+def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: str, label: Optional[bool],
+         check_mode: bool = False, node: Optional[Dict[str, Any]] = None
+         ) -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], bool]:
+    """Set cordon and the label (None leaves one alone) in one request, only when they differ.
+
+    Returns (before, after, node, changed).
+    """
+    node = node or read_node(client, name)
+    before = marking(node, label_key)
+    patch: Dict[str, Any] = {}
+    if unschedulable is not None and before["unschedulable"] != unschedulable:
+        patch["spec"] = {"unschedulable": True if unschedulable else None}
+    if label is not None and before["label"] != label:
+        patch["metadata"] = {"labels": {label_key: "true" if label else None}}
+    after = dict(before)
+    if unschedulable is not None:
+        after["unschedulable"] = unschedulable
+    if label is not None:
+        after["label"] = label
+    if not patch:
+        return before, before, node, False
+    if not check_mode:
+        node = client.patch(node_path(name), patch, "merge")
+    return before, after, node, True
+
+
+def is_ready(node: Dict[str, Any]) -> bool:
+    for cond in node.get("status", {}).get("conditions", []):
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def is_control_plane(node: Dict[str, Any]) -> bool:
+    labels = node.get("metadata", {}).get("labels", {})
+    return any(label in labels for label in CONTROL_PLANE_LABELS)

@@ -1,0 +1,112 @@
+"""Taint list arithmetic and the guarded write of a node's taints.
+
+Taints match by key and effect. Adding puts the maintenance taints first and keeps every
+other taint; removing drops exactly those. The write is one JSON Patch whose ``test``
+operation makes the API server refuse it if someone changed the taints since we read
+them; we then read again and retry, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .client import Client, path_segment
+from .errors import ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
+
+Taint = Dict[str, Any]
+
+UNSCHEDULABLE_TAINT: Taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+DRAIN_TAINT: Taint = {"key": "medik8s.io/drain", "effect": "NoSchedule"}
+MAINTENANCE_TAINTS: List[Taint] = [UNSCHEDULABLE_TAINT, DRAIN_TAINT]
+EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+MAX_ATTEMPTS = 5
+
+
+def same_taint(a: Taint, b: Taint) -> bool:
+    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")
+
+
+def _present(taint: Taint, current: List[Taint]) -> bool:
+    """``taint`` is on the node as wanted: same key and effect, and the same value."""
+    return any(same_taint(taint, t) and (t.get("value") or "") == (taint.get("value") or "") for t in current)
+
+
+def with_taints(current: List[Taint], wanted: List[Taint]) -> List[Taint]:
+    """The list after adding ``wanted``: them first, then every other existing taint."""
+    if all(_present(w, current) for w in wanted):
+        return list(current)
+    added = []
+    for w in wanted:
+        kept = next((t for t in current if same_taint(t, w) and (t.get("value") or "") == (w.get("value") or "")), None)
+        added.append(kept if kept is not None else {k: v for k, v in w.items() if v not in (None, "")})
+    return added + [t for t in current if not any(same_taint(t, w) for w in wanted)]
+
+
+def without_taints(current: List[Taint], unwanted: List[Taint]) -> List[Taint]:
+    """The list after removing ``unwanted`` (by key and effect); user taints stay as they are."""
+    return [t for t in current if not any(same_taint(t, u) for u in unwanted)]
+
+
+def desired_taints(current: List[Taint], wanted: List[Taint], present: bool) -> List[Taint]:
+    return with_taints(current, wanted) if present else without_taints(current, wanted)
+
+
+def guarded_patch(current: Optional[List[Taint]], new: List[Taint]) -> List[Dict[str, Any]]:
+    """The JSON Patch: test that the taints are still as read, then write the new list."""
+    return [
+        {"op": "test", "path": "/spec/taints", "value": current},
+        {"op": "add" if current is None else "replace", "path": "/spec/taints", "value": new},
+    ]
+
+
+def validate_taints(taints: List[Taint]) -> None:
+    from .errors import InputError
+
+    for t in taints:
+        if not isinstance(t, dict) or not t.get("key"):
+            raise InputError(f"every taint needs a key, got {t!r}")
+        if t.get("effect") not in EFFECTS:
+            raise InputError(f"taint {t.get('key')}: effect must be one of {', '.join(EFFECTS)}, got {t.get('effect')!r}")
+
+
+def node_path(name: str) -> str:
+    return f"/api/v1/nodes/{path_segment(name)}"
+
+
+def read_node(client: Client, name: str) -> Dict[str, Any]:
+    try:
+        return client.get(node_path(name))
+    except NotFound:
+        raise RefusedError(f'node "{name}" not found in cluster') from None
+
+
+def apply_taints(client: Client, name: str, wanted: List[Taint], present: bool, check_mode: bool = False,
+                 node: Optional[Dict[str, Any]] = None,
+                 before_write: Optional[Callable[[int], None]] = None) -> Tuple[List[Taint], List[Taint], Dict[str, Any], bool]:
+    """Make the node carry (or not) ``wanted``. Returns (before, after, node, changed).
+
+    ``before_write`` is called before each write attempt (tests use it to race a writer).
+    """
+    validate_taints(wanted)
+    node = node or read_node(client, name)
+    first_before: Optional[List[Taint]] = None
+    for attempt in range(MAX_ATTEMPTS):
+        raw = node.get("spec", {}).get("taints")
+        current = list(raw or [])
+        if first_before is None:
+            first_before = current
+        new = desired_taints(current, wanted, present)
+        if new == current:
+            return first_before, current, node, attempt > 0
+        if check_mode:
+            return first_before, new, node, True
+        if before_write:
+            before_write(attempt)
+        try:
+            node = client.patch(node_path(name), guarded_patch(raw, new), "json")
+            return first_before, new, node, True
+        except UnprocessableEntity:
+            node = read_node(client, name)  # someone else wrote the taints: start from theirs
+    raise ConcurrentUpdateError(
+        f"the taints of node {name} kept changing while we wrote them ({MAX_ATTEMPTS} attempts); "
+        "another controller is writing them: find it, then run again")

@@ -1,0 +1,176 @@
+"""Waiting, one mechanism for everything: list once, then one watch, with a deadline.
+
+A ``Watcher`` keeps a live view of a collection (pods of a node, leases of a namespace,
+etcd pods). A background thread reads the watch stream and queues the events; the
+caller's loop applies them and re-evaluates its condition, and also gets a regular tick
+for time-based work (retrying evictions, noticing that a lease expired), so nothing polls
+the API server while nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
+
+from .client import Client, iter_lines
+from .errors import ApiError, WaitTimeout
+
+T = TypeVar("T")
+Event = Tuple[str, Dict[str, Any]]
+
+
+def object_key(obj: Dict[str, Any]) -> str:
+    meta = obj.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class Watcher:
+    """A live, watch-fed view of the objects under ``path`` matching ``query``."""
+
+    def __init__(self, client: Client, path: str, query: Optional[Dict[str, Any]] = None,
+                 initial: Optional[Dict[str, Any]] = None) -> None:
+        self.client = client
+        self.path = path
+        self.query = dict(query or {})
+        self.objects: Dict[str, Dict[str, Any]] = {}
+        self._events: queue.Queue[Event] = queue.Queue()
+        self._stop = threading.Event()
+        self._resp: Any = None
+        self._thread: Optional[threading.Thread] = None
+        self.resource_version = ""
+        if initial is not None:
+            self._load(initial)
+
+    # -- life cycle -------------------------------------------------------------------------
+    def _load(self, listing: Dict[str, Any]) -> None:
+        self.objects = {object_key(o): o for o in listing.get("items", [])}
+        self.resource_version = listing.get("metadata", {}).get("resourceVersion", "")
+
+    def list(self) -> Dict[str, Any]:
+        listing = self.client.get(self.path, self.query)
+        kind = listing.get("kind", "").removesuffix("List")
+        api_version = listing.get("apiVersion")
+        for item in listing.get("items", []):
+            item.setdefault("kind", kind)
+            item.setdefault("apiVersion", api_version)
+        return listing
+
+    def start(self) -> Watcher:
+        if not self.resource_version:
+            self._load(self.list())
+        self._thread = threading.Thread(target=self._run, name="nmo-watch", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._stop.set()
+        resp = self._resp
+        if resp is not None:
+            try:
+                resp.shutdown() if hasattr(resp, "shutdown") else resp.close()
+            except Exception:  # closing a stream that the server already ended
+                pass
+
+    def __enter__(self) -> Watcher:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # -- the reader thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        rv = self.resource_version
+        while not self._stop.is_set():
+            query = dict(self.query, watch="true", resourceVersion=rv, allowWatchBookmarks="true",
+                         timeoutSeconds=240)
+            try:
+                self._resp = self.client.stream(self.path, query, read_timeout=300)
+                for line in iter_lines(self._resp):
+                    event = json.loads(line)
+                    etype, obj = event.get("type"), event.get("object", {})
+                    if etype == "ERROR":
+                        if obj.get("code") == 410:  # our resourceVersion is too old: list again
+                            listing = self.list()
+                            rv = listing["metadata"]["resourceVersion"]
+                            self._events.put(("RESYNC", listing))
+                            break
+                        raise ApiError(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""),
+                                       "WATCH", self.path)
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if etype != "BOOKMARK":
+                        self._events.put((etype, obj))
+            except Exception as exc:  # the stream ended or broke: reopen unless we are closing
+                if self._stop.is_set():
+                    return
+                if isinstance(exc, ApiError) and exc.status not in (0, 410, 500, 503, 504):
+                    self._events.put(("FAILED", {"error": exc}))
+                    return
+                time.sleep(0.2)
+            finally:
+                resp, self._resp = self._resp, None
+                if resp is not None:
+                    try:
+                        resp.release_conn()
+                    except Exception:
+                        pass
+
+    # -- the caller's side ------------------------------------------------------------------
+    def _apply(self, event: Event) -> None:
+        etype, obj = event
+        if etype == "FAILED":
+            raise obj["error"]
+        if etype == "RESYNC":
+            self._load(obj)
+            return
+        key = object_key(obj)
+        if etype == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+
+    def drain_events(self, timeout: float) -> List[Event]:
+        """Apply the events that arrive within ``timeout`` seconds (at least the first one)."""
+        events: List[Event] = []
+        try:
+            events.append(self._events.get(timeout=max(timeout, 0)))
+            while True:
+                events.append(self._events.get_nowait())
+        except queue.Empty:
+            pass
+        for event in events:
+            self._apply(event)
+        return events
+
+    def items(self) -> Iterator[Dict[str, Any]]:
+        return iter(self.objects.values())
+
+
+def wait_until(watcher: Watcher, check: Callable[[], Optional[T]], timeout: Optional[float],
+               describe: Callable[[], str], tick: Optional[Callable[[], None]] = None,
+               tick_every: float = 1.0, clock: Callable[[], float] = time.monotonic) -> T:
+    """Re-evaluate ``check`` after every batch of events until it returns a value.
+
+    ``tick`` runs at least every ``tick_every`` seconds for work that depends on time
+    rather than on events. ``timeout`` None waits forever. On timeout, ``describe()``
+    says what was still awaited.
+    """
+    deadline = None if timeout is None else clock() + timeout
+    next_tick = clock() + tick_every
+    while True:
+        result = check()
+        if result is not None:
+            return result
+        now = clock()
+        if deadline is not None and now >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:g} s: {describe()}")
+        if tick is not None and now >= next_tick:
+            tick()
+            next_tick = clock() + tick_every
+            continue
+        wait = next_tick - now if tick is not None else tick_every
+        if deadline is not None:
+            wait = min(wait, deadline - now)
+        watcher.drain_events(max(wait, 0.01))

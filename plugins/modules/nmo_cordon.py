@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_cordon
+short_description: Cordon or uncordon a node and mark it excluded from remediation
+version_added: "0.1.0"
+description:
+  - Sets C(spec.unschedulable) and the label that tells Node Health Check to leave the node
+    alone (C(remediation.medik8s.io/exclude-from-remediation=true)), in one request, and
+    only what differs. Nothing is written when the node is already as asked.
+  - With O(maintenance), records a C(Cordon) event on that NodeMaintenance; uncordoning
+    records C(UncordonNode) on the Node.
+author:
+  - nmo.maintenance authors
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Reads the node and reports what it would change; writes nothing.
+  diff_mode:
+    support: full
+    description: Shows cordon and label before and after.
+options:
+  node:
+    description: Name of the node.
+    type: str
+    required: true
+  state:
+    description:
+      - V(cordoned) makes the node unschedulable, V(uncordoned) schedulable again.
+    type: str
+    choices: [cordoned, uncordoned]
+    default: cordoned
+  label:
+    description:
+      - Whether to set the label with V(cordoned) and remove it with V(uncordoned).
+    type: bool
+    default: true
+  label_key:
+    description:
+      - The label that excludes the node from remediation. Node Health Check reads the default.
+    type: str
+    default: remediation.medik8s.io/exclude-from-remediation
+  maintenance:
+    description:
+      - Name of the NodeMaintenance to record the C(Cordon) event on.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Cordon a node and exclude it from remediation
+  nmo.maintenance.nmo_cordon:
+    node: node-worker-01
+  delegate_to: localhost
+
+- name: Back in service
+  nmo.maintenance.nmo_cordon:
+    node: node-worker-01
+    state: uncordoned
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+before:
+  description: C(unschedulable) and C(label) (whether the label is set) as read.
+  returned: always
+  type: dict
+after:
+  description: C(unschedulable) and C(label) after the change (or as they would be).
+  returned: always
+  type: dict
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import events, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION, mark
+
+
+def core(client, params, check_mode):
+    cordon = params["state"] == "cordoned"
+    before, after, node, changed = mark(client, params["node"], cordon, params["label_key"],
+                                        cordon if params["label"] else None, check_mode)
+    if changed:
+        recorder = events.EventRecorder(client, check_mode)
+        if cordon and params["maintenance"]:
+            nm = maintenance.get(client, params["maintenance"])
+            if nm:
+                recorder.record(nm, events.CORDON, f"Cordoned node {params['node']}")
+        elif not cordon:
+            node.setdefault("apiVersion", "v1")
+            node.setdefault("kind", "Node")
+            recorder.record(node, events.UNCORDON_NODE)
+    return {"changed": changed, "before": before, "after": after,
+            "diff": {"before": before, "after": after}}
+
+
+def main():
+    run({"node": {"type": "str", "required": True},
+         "state": {"type": "str", "choices": ["cordoned", "uncordoned"], "default": "cordoned"},
+         "label": {"type": "bool", "default": True},
+         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+         "maintenance": {"type": "str"}}, core)
+
+
+if __name__ == "__main__":
+    main()

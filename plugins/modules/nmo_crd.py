@@ -1,0 +1,274 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_crd
+short_description: The NodeMaintenance CRD, NodeMaintenance objects, their status and events
+version_added: "0.1.0"
+description:
+  - With O(object=crd), installs or upgrades the C(NodeMaintenance) CustomResourceDefinition
+    shipped with the collection (NMO's schema, printer columns for C(kubectl get nm), and a
+    CEL rule that makes the API server refuse a change of C(spec.nodeName)). A CRD installed
+    by the Node Maintenance Operator is detected and left alone.
+  - With O(object=nodemaintenance), makes sure a node has its C(NodeMaintenance) (found by
+    C(spec.nodeName), whatever its name, so a rerun resumes it), updates its status through
+    the status subresource, records events, or deletes it.
+  - Creating one is refused before anything is written when the node does not exist or when
+    another C(NodeMaintenance) already names the node.
+author:
+  - nmo.maintenance authors
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Reads, and reports what it would create, change or delete; writes nothing, not even events.
+  diff_mode:
+    support: full
+    description: Shows the NodeMaintenance (spec and status) before and after.
+options:
+  object:
+    description: What to manage.
+    type: str
+    choices: [nodemaintenance, crd]
+    default: nodemaintenance
+  state:
+    description:
+      - V(present) creates or keeps, V(absent) deletes.
+      - For O(object=crd), V(absent) deletes only a CRD installed by this collection, and with
+        it every C(NodeMaintenance).
+    type: str
+    choices: [present, absent]
+    default: present
+  install_crd:
+    description:
+      - With O(object=nodemaintenance) and O(state=present), install or upgrade the CRD first
+        in the same call.
+    type: bool
+    default: false
+  node:
+    description: The node the C(NodeMaintenance) is for. Required with O(object=nodemaintenance).
+    type: str
+  name:
+    description:
+      - Name of the C(NodeMaintenance). Default C(maintenance-) plus the node name without
+        a C(node-) prefix. An existing one for the node is found whatever its name; giving a
+        different name for a node that already has one is refused.
+    type: str
+  reason:
+    description: Why the node is maintained (C(spec.reason)); used when creating.
+    type: str
+    default: ""
+  status:
+    description:
+      - Status fields to set; only those that differ are written, with C(lastUpdate).
+    type: dict
+    suboptions:
+      phase:
+        description: Phase of the maintenance.
+        type: str
+        choices: [Pending, Running, Succeeded, Failed]
+      drainProgress:
+        description: Percent of the pods to evict that are gone.
+        type: int
+      totalpods:
+        description: Pods on the node when the drain started.
+        type: int
+      evictionPods:
+        description: Pods to evict when the drain started.
+        type: int
+      pendingPods:
+        description: Names of the pods not yet gone.
+        type: list
+        elements: str
+      pendingPodsRefs:
+        description: Namespace and name of the pods not yet gone.
+        type: list
+        elements: dict
+      lastError:
+        description: The latest error; an empty string clears it.
+        type: str
+      errorOnLeaseCount:
+        description: Consecutive failures to obtain the lease.
+        type: int
+  events:
+    description:
+      - Events to record, aggregated (a repeat bumps C(count)). By default on the
+        C(NodeMaintenance); with C(on=node), on the Node.
+      - Creating a C(NodeMaintenance) records C(BeginMaintenance), deleting it C(RemovedMaintenance).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      reason:
+        description: Reason, for example C(SucceedMaintenance) or C(FailedMaintenance).
+        type: str
+        required: true
+      message:
+        description: Message; defaults to the design's message for the reason.
+        type: str
+      type:
+        description: Event type; defaults to the design's type for the reason.
+        type: str
+        choices: [Normal, Warning]
+      "on":
+        description: What the event is about.
+        type: str
+        choices: [maintenance, node]
+        default: maintenance
+"""
+
+EXAMPLES = r"""
+- name: Install the CRD and start the maintenance of a node
+  nmo.maintenance.nmo_crd:
+    node: node-worker-01
+    reason: Hardware memory upgrade
+    install_crd: true
+  delegate_to: localhost
+
+- name: Record success
+  nmo.maintenance.nmo_crd:
+    node: node-worker-01
+    status:
+      phase: Succeeded
+    events:
+      - reason: SucceedMaintenance
+  delegate_to: localhost
+
+- name: End the maintenance
+  nmo.maintenance.nmo_crd:
+    node: node-worker-01
+    state: absent
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+crd:
+  description: What happened to the CRD (C(created), C(upgraded), C(unchanged), C(foreign), C(deleted), C(absent)).
+  returned: when the CRD was handled
+  type: dict
+maintenance:
+  description: The NodeMaintenance (name, nodeName, reason, phase, drainProgress, pendingPods, lastError...).
+  returned: with O(object=nodemaintenance)
+  type: dict
+created:
+  description: Whether the NodeMaintenance was created by this call.
+  returned: with O(object=nodemaintenance)
+  type: bool
+deleted:
+  description: Whether the NodeMaintenance was deleted by this call.
+  returned: with O(object=nodemaintenance) and O(state=absent)
+  type: bool
+events:
+  description: The events recorded (reason, type, message).
+  returned: always
+  type: list
+  elements: dict
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.taints import read_node
+
+STATUS_OPTIONS = {
+    "phase": {"type": "str", "choices": list(crd.PHASES)},
+    "drainProgress": {"type": "int"},
+    "totalpods": {"type": "int"},
+    "evictionPods": {"type": "int"},
+    "pendingPods": {"type": "list", "elements": "str"},
+    "pendingPodsRefs": {"type": "list", "elements": "dict"},
+    "lastError": {"type": "str"},
+    "errorOnLeaseCount": {"type": "int"},
+}
+
+
+def _view(nm):
+    if nm is None:
+        return {}
+    return {"name": nm["metadata"]["name"], "spec": nm.get("spec", {}), "status": nm.get("status", {})}
+
+
+def _record(client, recorder, nm, specs, node_name):
+    node = None
+    for spec in specs:
+        target = nm
+        if spec.get("on") == "node":
+            if node is None:
+                node = read_node(client, node_name)
+                node.setdefault("apiVersion", "v1")
+                node.setdefault("kind", "Node")
+            target = node
+        recorder.record(target, spec["reason"], spec.get("message"), spec.get("type"))
+
+
+def _maintenance(client, params, check_mode, result, recorder):
+    node = params["node"]
+    if not node:
+        raise InputError("node is required with object=nodemaintenance")
+    if params["state"] == "absent":
+        nm = maintenance.get(client, params["name"]) if params["name"] else maintenance.find(client, node)
+        result.update(created=False, deleted=False, maintenance=maintenance.summary(nm))
+        if nm is None:
+            return
+        _record(client, recorder, nm, params["events"], node)
+        result["deleted"] = maintenance.delete(client, nm, check_mode)
+        if result["deleted"]:
+            recorder.record(nm, events.REMOVED_MAINTENANCE)
+        result["changed"] = result["deleted"]
+        result["diff"] = {"before": _view(nm), "after": {}}
+        return
+    before = maintenance.find(client, node)
+    nm, created = maintenance.ensure(client, node, params["reason"], params["name"], check_mode)
+    if created:
+        recorder.record(nm, events.BEGIN_MAINTENANCE)
+    status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
+    nm, status_changed = maintenance.update_status(client, nm, status, check_mode)
+    _record(client, recorder, nm, params["events"], node)
+    result.update(created=created, maintenance=maintenance.summary(nm),
+                  changed=result["changed"] or created or status_changed or bool(params["events"]),
+                  diff={"before": _view(before), "after": _view(nm)})
+
+
+def core(client, params, check_mode):
+    result = {"changed": False}
+    recorder = events.EventRecorder(client, check_mode)
+    if params["object"] == "crd":
+        result["crd"] = crd.ensure(client, check_mode) if params["state"] == "present" else crd.remove(client, check_mode)
+        result["changed"] = result["crd"]["changed"]
+        if result["crd"]["state"] == "foreign":
+            result["warnings"] = ["the NodeMaintenance CRD was installed by someone else (the Node Maintenance "
+                                  "Operator?); it was left as it is"]
+    else:
+        if params["install_crd"] and params["state"] == "present":
+            result["crd"] = crd.ensure(client, check_mode)
+            result["changed"] = result["crd"]["changed"]
+        _maintenance(client, params, check_mode, result, recorder)
+    result["events"] = recorder.recorded
+    return result
+
+
+def main():
+    run({"object": {"type": "str", "choices": ["nodemaintenance", "crd"], "default": "nodemaintenance"},
+         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+         "install_crd": {"type": "bool", "default": False},
+         "node": {"type": "str"},
+         "name": {"type": "str"},
+         "reason": {"type": "str", "default": ""},
+         "status": {"type": "dict", "options": STATUS_OPTIONS},
+         "events": {"type": "list", "elements": "dict", "default": [], "options": {
+             "reason": {"type": "str", "required": True},
+             "message": {"type": "str"},
+             "type": {"type": "str", "choices": ["Normal", "Warning"]},
+             "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}},
+        core, required_if=[("object", "nodemaintenance", ("node",))])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_info
+short_description: Where a node's maintenance stands, in one read-only call
+version_added: "0.1.0"
+description:
+  - For one node or for all, returns its C(NodeMaintenance) (phase, progress, pending pods,
+    last error), its taints, whether it is cordoned, the exclude-from-remediation label, the
+    leases that name it and its recent events.
+  - Reads nodes, NodeMaintenances, leases and events once each, whatever the number of nodes.
+author:
+  - nmo.maintenance authors
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is nothing to show.
+options:
+  node:
+    description: The node to describe; all nodes when omitted.
+    type: str
+  label_selector:
+    description: With no O(node), only nodes matching this label selector.
+    type: str
+  only_in_maintenance:
+    description:
+      - With no O(node), only nodes that show a sign of maintenance (a C(NodeMaintenance),
+        a maintenance taint, cordon, the label, or a lease).
+    type: bool
+    default: false
+  label_key:
+    description: The exclude-from-remediation label key.
+    type: str
+    default: remediation.medik8s.io/exclude-from-remediation
+  events_limit:
+    description: How many recent events to return per node.
+    type: int
+    default: 10
+"""
+
+EXAMPLES = r"""
+- name: What is going on with node-worker-02?
+  nmo.maintenance.nmo_info:
+    node: node-worker-02
+  delegate_to: localhost
+  register: info
+
+- name: Every node that shows a sign of maintenance
+  nmo.maintenance.nmo_info:
+    only_in_maintenance: true
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per node.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    node:
+      description: Node name.
+      type: str
+    ready:
+      description: Whether the node is Ready.
+      type: bool
+    unschedulable:
+      description: Whether the node is cordoned.
+      type: bool
+    excluded_from_remediation:
+      description: Whether the exclude-from-remediation label is set.
+      type: bool
+    taints:
+      description: All taints of the node.
+      type: list
+    maintenance_taints:
+      description: The maintenance taints present.
+      type: list
+    maintenance:
+      description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
+      type: dict
+    leases:
+      description: Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot).
+      type: list
+    events:
+      description: Recent events of the node and its NodeMaintenance, oldest first.
+      type: list
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.info import describe, in_maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
+
+
+def core(client, params, check_mode):
+    reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"])
+    if params["only_in_maintenance"] and not params["node"]:
+        reports = [r for r in reports if in_maintenance(r)]
+    return {"changed": False, "nodes": reports}
+
+
+def main():
+    run({"node": {"type": "str"},
+         "label_selector": {"type": "str"},
+         "only_in_maintenance": {"type": "bool", "default": False},
+         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+         "events_limit": {"type": "int", "default": 10}}, core)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_taint
+short_description: Add or remove a node's maintenance taints, keeping everyone else's
+version_added: "0.1.0"
+description:
+  - Puts the two maintenance taints C(node.kubernetes.io/unschedulable:NoSchedule) and
+    C(medik8s.io/drain:NoSchedule) (or the taints given) on a node, or takes them off.
+  - Taints match by key and effect. Adding puts them first and keeps every other taint;
+    removing drops exactly them. When nothing changes, no request is made.
+  - The write is one JSON Patch that first tests that the taints are still as read, so a
+    concurrent writer is never overwritten; the module then reads again and retries, up to
+    5 times, before it fails.
+author:
+  - nmo.maintenance authors
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Reads the node and reports the taints it would write; writes nothing.
+  diff_mode:
+    support: full
+    description: Shows the taint list before and after.
+options:
+  node:
+    description: Name of the node.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) adds the taints, V(absent) removes them.
+    type: str
+    choices: [present, absent]
+    default: present
+  taints:
+    description:
+      - The taints to add or remove. Each needs C(key) and C(effect); C(value) is optional.
+      - Defaults to the two maintenance taints.
+    type: list
+    elements: dict
+"""
+
+EXAMPLES = r"""
+- name: Taint a node for maintenance
+  nmo.maintenance.nmo_taint:
+    node: node-worker-01
+  delegate_to: localhost
+
+- name: Remove the maintenance taints (user taints stay)
+  nmo.maintenance.nmo_taint:
+    node: node-worker-01
+    state: absent
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+taints_before:
+  description: The node's taints as read.
+  returned: always
+  type: list
+  elements: dict
+taints_after:
+  description: The node's taints after the change (or as they would be, in check mode).
+  returned: always
+  type: list
+  elements: dict
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.taints import MAINTENANCE_TAINTS, apply_taints
+
+
+def core(client, params, check_mode):
+    wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
+    before, after, _node, changed = apply_taints(client, params["node"], wanted, params["state"] == "present",
+                                                 check_mode)
+    return {"changed": changed, "taints_before": before, "taints_after": after,
+            "diff": {"before": {"taints": before}, "after": {"taints": after}}}
+
+
+def main():
+    run({"node": {"type": "str", "required": True},
+         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+         "taints": {"type": "list", "elements": "dict"}}, core)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""Fixtures: one local control plane for the whole run; each test its own world."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "hack"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers import collection_path  # noqa: E402
+
+sys.path.insert(0, str(collection_path()))
+
+from topology import World  # noqa: E402
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect  # noqa: E402
+
+
+class Cluster:
+    def __init__(self, env: dict) -> None:
+        self.kubeconfig = env["KUBECONFIG"]
+        self.bin = env["NMO_CLUSTER_BIN"]
+        self.dir = env["NMO_CLUSTER_DIR"]
+        self.api = env["NMO_CLUSTER_API"]
+        self.client = connect(ConnectionOptions(kubeconfig=self.kubeconfig), pool_size=32)
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([f"{self.bin}/kubectl", "--kubeconfig", self.kubeconfig, *args],
+                              capture_output=True, text=True, check=check, input=input, timeout=120)
+
+
+def _cluster_env() -> dict:
+    out = subprocess.run([str(ROOT / "hack" / "cluster"), "env"], capture_output=True, text=True, check=True).stdout
+    env = {}
+    for line in out.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value.strip("'").split("'")[0]
+    return env
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Cluster:
+    status = subprocess.run([str(ROOT / "hack" / "cluster"), "status"], capture_output=True, text=True)
+    if status.returncode != 0:
+        if os.environ.get("NMO_NO_CLUSTER_START"):
+            pytest.skip("local control plane not running and NMO_NO_CLUSTER_START is set")
+        subprocess.run([str(ROOT / "hack" / "cluster"), "up"], check=True)
+    return Cluster(_cluster_env())
+
+
+@pytest.fixture
+def world(cluster: Cluster) -> Iterator[World]:
+    w = World(cluster.client)
+    try:
+        yield w
+    finally:
+        w.cleanup()
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster)

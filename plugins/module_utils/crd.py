@@ -109,11 +109,32 @@ def _wait_established(client: Any, timeout: float = 30.0) -> None:
 
     def established() -> Any:
         crd = watcher.objects.get(f"/{CRD_NAME}")
-        conditions = (crd or {}).get("status", {}).get("conditions", [])
+        conditions = (crd or {}).get("status", {}).get("conditions") or []
         return True if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions) else None
 
     with Watcher(client, CRD_PATH, {"fieldSelector": f"metadata.name={CRD_NAME}"}) as watcher:
         wait_until(watcher, established, timeout, lambda: f"CRD {CRD_NAME} to be established")
+    _wait_served(client, timeout)
+
+
+def _wait_served(client: Any, timeout: float) -> None:
+    """Right after Established, the API server may answer 429 'storage is (re)initializing'
+    for a moment; the first NodeMaintenance must not meet that."""
+    import time
+
+    from .errors import NotFound, TooManyRequests, WaitTimeout
+
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        try:
+            client.get(f"/apis/{GROUP}/{VERSION}/{PLURAL}", {"limit": 1})
+            return
+        except (NotFound, TooManyRequests):
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"the API server did not start serving {PLURAL} within {timeout:g} s") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:

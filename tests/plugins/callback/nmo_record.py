@@ -24,8 +24,10 @@ class CallbackModule(CallbackBase):
         path = os.environ.get("NMO_RECORD_FILE")
         if not path:
             return
+        outcome = dict(result._result)
+        outcome["failed"] = status == "failed"
         record = {"task": result._task.get_name(), "host": result._host.get_name(), "status": status,
-                  "action": result._task.action, "result": result._result}
+                  "action": result._task.action, "result": outcome}
         with open(path, "a") as handle:
             handle.write(json.dumps(record, default=str) + "\n")
 

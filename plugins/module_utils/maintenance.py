@@ -86,7 +86,7 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     created = client.post(API, body)
     created.setdefault("apiVersion", API_VERSION)
     created.setdefault("kind", KIND)
-    created, _ = update_status(client, created, {"phase": "Pending"})
+    created = update_status(client, created, {"phase": "Pending"})[0]
     return created, True
 
 

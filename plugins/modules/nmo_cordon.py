@@ -14,7 +14,7 @@ description:
   - With O(maintenance), records a C(Cordon) event on that NodeMaintenance; uncordoning
     records C(UncordonNode) on the Node.
 author:
-  - nmo.maintenance authors
+  - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
 attributes:
@@ -49,6 +49,11 @@ options:
     description:
       - Name of the NodeMaintenance to record the C(Cordon) event on.
     type: str
+  annotations:
+    description:
+      - Node annotations to set in the same request (a null value removes one); only those
+        that differ are written. The role uses it to mark a node done for a campaign.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -87,8 +92,9 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUD
 def core(client, params, check_mode):
     cordon = params["state"] == "cordoned"
     before, after, node, changed = mark(client, params["node"], cordon, params["label_key"],
-                                        cordon if params["label"] else None, check_mode)
-    if changed:
+                                        cordon if params["label"] else None, check_mode,
+                                        annotations=params["annotations"])
+    if changed and before != after:  # an annotation alone is not worth an event
         recorder = events.EventRecorder(client, check_mode)
         if cordon and params["maintenance"]:
             nm = maintenance.get(client, params["maintenance"])
@@ -107,7 +113,8 @@ def main():
          "state": {"type": "str", "choices": ["cordoned", "uncordoned"], "default": "cordoned"},
          "label": {"type": "bool", "default": True},
          "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
-         "maintenance": {"type": "str"}}, core)
+         "maintenance": {"type": "str"},
+         "annotations": {"type": "dict"}}, core)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ description:
   - Creating one is refused before anything is written when the node does not exist or when
     another C(NodeMaintenance) already names the node.
 author:
-  - nmo.maintenance authors
+  - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
 attributes:
@@ -106,8 +106,8 @@ options:
         description: Reason, for example C(SucceedMaintenance) or C(FailedMaintenance).
         type: str
         required: true
-      message:
-        description: Message; defaults to the design's message for the reason.
+      text:
+        description: The event's message; defaults to the design's message for the reason.
         type: str
       type:
         description: Event type; defaults to the design's type for the reason.
@@ -205,7 +205,7 @@ def _record(client, recorder, nm, specs, node_name):
                 node.setdefault("apiVersion", "v1")
                 node.setdefault("kind", "Node")
             target = node
-        recorder.record(target, spec["reason"], spec.get("message"), spec.get("type"))
+        recorder.record(target, spec["reason"], spec.get("text"), spec.get("type"))
 
 
 def _maintenance(client, params, check_mode, result, recorder):
@@ -264,7 +264,7 @@ def main():
          "status": {"type": "dict", "options": STATUS_OPTIONS},
          "events": {"type": "list", "elements": "dict", "default": [], "options": {
              "reason": {"type": "str", "required": True},
-             "message": {"type": "str"},
+             "text": {"type": "str"},
              "type": {"type": "str", "choices": ["Normal", "Warning"]},
              "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}},
         core, required_if=[("object", "nodemaintenance", ("node",))])

@@ -13,7 +13,7 @@ description:
     leases that name it and its recent events.
   - Reads nodes, NodeMaintenances, leases and events once each, whatever the number of nodes.
 author:
-  - nmo.maintenance authors
+  - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
 attributes:
@@ -84,6 +84,9 @@ nodes:
     maintenance_taints:
       description: The maintenance taints present.
       type: list
+    annotations:
+      description: The node's C(nmo.maintenance/) annotations (the role's campaign mark).
+      type: dict
     maintenance:
       description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
       type: dict

@@ -16,7 +16,7 @@ description:
     concurrent writer is never overwritten; the module then reads again and retries, up to
     5 times, before it fails.
 author:
-  - nmo.maintenance authors
+  - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
 attributes:

@@ -81,7 +81,7 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
         if attempt == 0:  # between our read and our write, someone adds a taint
             set_taints(cluster, node, [USER_TAINT])
 
-    _, _, _, changed = apply_taints(cluster.client, node, [DRAIN_TAINT], True, before_write=racing_writer)
+    changed = apply_taints(cluster.client, node, [DRAIN_TAINT], True, before_write=racing_writer)[3]
     assert attempts == [0, 1], "the guarded patch did not fail and retry"
     assert changed
     assert keys(taints(cluster, node)) == keys([DRAIN_TAINT, USER_TAINT])
@@ -162,8 +162,8 @@ def test_nodemaintenance_lifecycle_status_and_events(cluster, world, crd_install
     table = cluster.kubectl("get", "nm", name).stdout
     assert "PHASE" in table and "PROGRESS" in table and "Running" in table and node in table
 
-    run_module("nmo_crd", dict(args, events=[{"reason": "DrainError", "message": "Cannot evict pod"}]), cluster.kubeconfig)
-    run_module("nmo_crd", dict(args, events=[{"reason": "DrainError", "message": "Cannot evict pod"}]), cluster.kubeconfig)
+    run_module("nmo_crd", dict(args, events=[{"reason": "DrainError", "text": "Cannot evict pod"}]), cluster.kubeconfig)
+    run_module("nmo_crd", dict(args, events=[{"reason": "DrainError", "text": "Cannot evict pod"}]), cluster.kubeconfig)
     listed = cluster.kubectl("get", "events", "-n", "default", "--field-selector", f"involvedObject.name={name}",
                              "-o", "custom-columns=REASON:.reason,COUNT:.count,MESSAGE:.message", "--no-headers").stdout
     assert "BeginMaintenance" in listed and "Begin a node maintenance" in listed

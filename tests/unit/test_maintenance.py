@@ -17,8 +17,10 @@ def test_default_name_follows_the_seed():
     assert default_name("worker-01") == "maintenance-worker-01"
 
 
-@pytest.mark.parametrize("evict,pending,want", [(8, 8, 0), (8, 6, 25), (8, 0, 100), (3, 1, 66), (0, 0, 100),
-                                                 (4, 9, 0), (4, -1, 100)])
+PROGRESS_CASES = [(8, 8, 0), (8, 6, 25), (8, 0, 100), (3, 1, 66), (0, 0, 100), (4, 9, 0), (4, -1, 100)]
+
+
+@pytest.mark.parametrize("evict,pending,want", PROGRESS_CASES)
 def test_drain_progress(evict, pending, want):
     assert drain_progress(evict, pending) == want
 

@@ -293,6 +293,27 @@ class World:
                 self.set_pod_ready("kube-system", f"etcd-{node}", False)
         return names
 
+    def etcd_guard_pods(self, namespace: Optional[str] = None, pdb_name: str = "etcd-guard-pdb",
+                        ready: Optional[Dict[str, bool]] = None) -> List[str]:
+        """OpenShift-style etcd quorum guard: a guard pod per control-plane node behind one PDB
+        (minAvailable = quorum), in ``namespace`` (the world's own by default)."""
+        ns = self.ensure_namespace(namespace)
+        names = []
+        for node in self.control_planes:
+            name = f"etcd-guard-{node}"
+            body = {"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": name, "labels": {"app": "guard", WORLD_LABEL: self.id}},
+                    "spec": {"nodeName": node, "containers": [{"name": "guard", "image": "registry.local/guard:1"}],
+                             "tolerations": [{"operator": "Exists"}]}}
+            self.client.post(f"/api/v1/namespaces/{ns}/pods", body)
+            names.append(name)
+        self.wait_pods_ready("app=guard", len(names), namespace=ns)
+        for node, is_ready in (ready or {}).items():
+            if not is_ready:
+                self.set_pod_ready(ns, f"etcd-guard-{node}", False)
+        self.pdb(pdb_name, "guard", min_available=len(names) // 2 + 1, namespace=ns)
+        return names
+
     # -- clean-up ------------------------------------------------------------------------
     def cleanup(self) -> None:
         """Remove everything of this world: namespace first, then etcd pods, leases, NMs, nodes."""

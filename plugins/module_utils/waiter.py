@@ -20,11 +20,23 @@ from .errors import ApiError, WaitTimeout
 
 T = TypeVar("T")
 Event = Tuple[str, Dict[str, Any]]
+WAKE = "WAKE"
 
 
 def object_key(obj: Dict[str, Any]) -> str:
     meta = obj.get("metadata", {})
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def list_objects(client: Client, path: str, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """One list, each item with its kind and apiVersion; its resourceVersion can start a Watcher."""
+    listing = client.get(path, query)
+    kind = listing.get("kind", "").removesuffix("List")
+    api_version = listing.get("apiVersion")
+    for item in listing.get("items", []):
+        item.setdefault("kind", kind)
+        item.setdefault("apiVersion", api_version)
+    return listing
 
 
 class Watcher:
@@ -40,6 +52,7 @@ class Watcher:
         self._stop = threading.Event()
         self._resp: Any = None
         self._thread: Optional[threading.Thread] = None
+        self._notify: Optional[threading.Event] = None  # set by a MultiWatcher that waits on several
         self.resource_version = ""
         if initial is not None:
             self._load(initial)
@@ -50,13 +63,7 @@ class Watcher:
         self.resource_version = listing.get("metadata", {}).get("resourceVersion", "")
 
     def list(self) -> Dict[str, Any]:
-        listing = self.client.get(self.path, self.query)
-        kind = listing.get("kind", "").removesuffix("List")
-        api_version = listing.get("apiVersion")
-        for item in listing.get("items", []):
-            item.setdefault("kind", kind)
-            item.setdefault("apiVersion", api_version)
-        return listing
+        return list_objects(self.client, self.path, self.query)
 
     def start(self) -> Watcher:
         if not self.resource_version:
@@ -95,18 +102,18 @@ class Watcher:
                         if obj.get("code") == 410:  # our resourceVersion is too old: list again
                             listing = self.list()
                             rv = listing["metadata"]["resourceVersion"]
-                            self._events.put(("RESYNC", listing))
+                            self._put(("RESYNC", listing))
                             break
                         raise ApiError(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""),
                                        "WATCH", self.path)
                     rv = obj.get("metadata", {}).get("resourceVersion", rv)
                     if etype != "BOOKMARK":
-                        self._events.put((etype, obj))
+                        self._put((etype, obj))
             except Exception as exc:  # the stream ended or broke: reopen unless we are closing
                 if self._stop.is_set():
                     return
                 if isinstance(exc, ApiError) and exc.status not in (0, 410, 500, 503, 504):
-                    self._events.put(("FAILED", {"error": exc}))
+                    self._put(("FAILED", {"error": exc}))
                     return
                 time.sleep(0.2)
             finally:
@@ -117,9 +124,20 @@ class Watcher:
                     except Exception:
                         pass
 
+    def _put(self, event: Event) -> None:
+        self._events.put(event)
+        if self._notify is not None:
+            self._notify.set()
+
     # -- the caller's side ------------------------------------------------------------------
+    def wake(self) -> None:
+        """Make a pending ``drain_events`` return now (work finished in another thread)."""
+        self._put((WAKE, {}))
+
     def _apply(self, event: Event) -> None:
         etype, obj = event
+        if etype == WAKE:
+            return
         if etype == "FAILED":
             raise obj["error"]
         if etype == "RESYNC":
@@ -148,7 +166,54 @@ class Watcher:
         return iter(self.objects.values())
 
 
-def wait_until(watcher: Watcher, check: Callable[[], Optional[T]], timeout: Optional[float],
+class MultiWatcher:
+    """Several watchers waited on as one (the leases and the etcd pods, say).
+
+    ``changes`` counts the batches that brought events, so a check can skip its work
+    when nothing changed since it last ran.
+    """
+
+    def __init__(self, *watchers: Watcher) -> None:
+        self.watchers = list(watchers)
+        self.changes = 0
+        self._notify = threading.Event()
+        for watcher in self.watchers:
+            watcher._notify = self._notify
+
+    def start(self) -> MultiWatcher:
+        started = []
+        try:
+            for watcher in self.watchers:
+                started.append(watcher.start())
+        except Exception:
+            for watcher in started:
+                watcher.close()
+            raise
+        return self
+
+    def close(self) -> None:
+        for watcher in self.watchers:
+            watcher.close()
+
+    def __enter__(self) -> MultiWatcher:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def drain_events(self, timeout: float) -> List[Event]:
+        """Apply the events of every watcher that arrive within ``timeout`` seconds."""
+        self._notify.wait(max(timeout, 0))
+        self._notify.clear()
+        events: List[Event] = []
+        for watcher in self.watchers:
+            events += watcher.drain_events(0)
+        if events:
+            self.changes += 1
+        return events
+
+
+def wait_until(watcher: Watcher | MultiWatcher, check: Callable[[], Optional[T]], timeout: Optional[float],
                describe: Callable[[], str], tick: Optional[Callable[[], None]] = None,
                tick_every: float = 1.0, clock: Callable[[], float] = time.monotonic) -> T:
     """Re-evaluate ``check`` after every batch of events until it returns a value.

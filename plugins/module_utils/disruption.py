@@ -1,0 +1,312 @@
+"""May this node be disrupted now, and is that recorded where every other actor looks?
+
+Acquiring takes, in order: the etcd quorum guard (control-plane nodes only), a maintenance
+slot, the node lease. An attempt is all or nothing: a slot taken in an attempt that then
+finds the lease held (or, with several slots, the etcd quorum no longer safe) is given back,
+so a waiting run never sits on a slot. Waiting is one watch on the leases namespace (plus
+the etcd pods or guard PDB) with a deadline; while it lasts the NodeMaintenance stays
+``Pending`` and gets one Warning event per distinct situation. Releasing deletes the node
+lease and the node's slots, each only when held by us.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, List, Optional, Union
+
+from . import etcd_guard, leases, maintenance
+from .client import Client
+from .errors import BlockedError, InputError, RefusedError, WaitTimeout
+from .events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
+from .node import is_control_plane
+from .taints import node_path, read_node
+from .waiter import MultiWatcher, Watcher, wait_until
+
+BLOCKED_PREFIX = REASONS[BLOCKED][1]
+# Node cordons are not watched (that would be every node of the cluster): the etcd verdict is
+# re-read this often while waiting, besides on every lease or etcd pod change.
+ETCD_RESYNC_SECONDS = 10.0
+
+
+@dataclass
+class Request:
+    node: str
+    concurrency: int = 1
+    duration: int = leases.DEFAULT_DURATION
+    slot_prefix: str = leases.SLOT_PREFIX
+    wait: bool = False
+    timeout: float = 600.0
+    maintenance: Optional[str] = None
+    etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
+    namespace: str = leases.LEASE_NAMESPACE
+
+    def validate(self) -> None:
+        if not self.node:
+            raise InputError("node is required")
+        leases.validate(self.concurrency, self.duration, self.slot_prefix)
+        if self.timeout < 0:
+            raise InputError(f"timeout must be 0 or more seconds, got {self.timeout:g}")
+        if self.etcd.flavour not in etcd_guard.FLAVOURS:
+            raise InputError(f"etcd_guard must be one of {', '.join(etcd_guard.FLAVOURS)}, got {self.etcd.flavour!r}")
+
+
+@dataclass
+class Blocked:
+    kind: str  # etcd | slot | lease
+    message: str
+    reason: str
+    event_message: str
+    holders: List[Dict[str, Any]]
+    never: bool = False
+    due: Optional[datetime] = None  # when the earliest blocking lease lapses
+    verdict: Optional[etcd_guard.Verdict] = None
+
+
+@dataclass
+class Acquired:
+    slot: leases.Outcome
+    lease: leases.Outcome
+    verdict: Optional[etcd_guard.Verdict]
+
+
+def _lease_holder(role: str, lease: leases.Lease) -> Dict[str, Any]:
+    due = leases.expiry(lease)
+    return {"kind": role, "lease": f"{lease['metadata'].get('namespace', '')}/{lease['metadata']['name']}",
+            "holder": leases.holder(lease) or "unknown", "expires": leases.format_time(due) if due else None}
+
+
+def _earliest(items: List[leases.Lease]) -> Optional[datetime]:
+    dues = [d for d in (leases.expiry(lease) for lease in items) if d is not None]
+    return min(dues) if dues else None
+
+
+class Attempt:
+    """One node's try at the guard, a slot and its lease; repeatable while waiting."""
+
+    def __init__(self, client: Client, req: Request, node: Dict[str, Any], flavour: Optional[str],
+                 check_mode: bool) -> None:
+        self.client = client
+        self.req = req
+        self.node = node
+        self.flavour = flavour
+        self.check_mode = check_mode
+
+    def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
+        req = self.req
+        now = leases.utcnow()
+        going = leases.disrupting_nodes(leases.list_leases(self.client, req.namespace), req.node,
+                                        req.slot_prefix, our_slot, now)
+        return etcd_guard.verdict(self.client, req.node, self.flavour or "none", req.etcd, going)
+
+    def etcd_blocked(self, verdict: etcd_guard.Verdict) -> Blocked:
+        holders = [{"kind": "etcd", "holder": text} for text in verdict.unhealthy]
+        return Blocked("etcd", verdict.reason, ETCD_BLOCKED, etcd_guard.blocked_message(self.req.node), holders,
+                       never=verdict.never, verdict=verdict)
+
+    def give_back(self, slot: leases.Outcome) -> None:
+        if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
+            leases.release(self.client, self.req.namespace, slot.name, self.req.node)
+
+    def run(self) -> Union[Blocked, Acquired]:
+        req, client = self.req, self.client
+        verdict = None
+        if self.flavour:
+            verdict = self.guard(None)
+            if not verdict.allowed:
+                return self.etcd_blocked(verdict)
+        # Read-only look first: taking a slot only to give it back would wake every waiter.
+        held = leases.read(client, req.namespace, leases.node_lease_name(req.node))
+        if leases.plan(held, leases.HOLDER, leases.utcnow(), req.duration)[0] == leases.BLOCKED:
+            return self.lease_blocked(held)
+        slot, others = leases.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
+                                           req.namespace, self.check_mode)
+        if slot.action == leases.BLOCKED:
+            names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
+            message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
+            return Blocked("slot", message, BLOCKED, message, [_lease_holder("slot", s) for s in others],
+                           due=_earliest(others))
+        newly = slot.action in (leases.CREATE, leases.TAKE_OVER)
+        if self.flavour and newly and req.concurrency > 1 and not self.check_mode:
+            verdict = self.guard(slot.after)  # another control-plane node may have passed the guard with us
+            if not verdict.allowed:
+                self.give_back(slot)
+                return self.etcd_blocked(verdict)
+        lease = leases.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode)
+        if lease.action == leases.BLOCKED:
+            self.give_back(slot)
+            return self.lease_blocked(lease.before)
+        return Acquired(slot, lease, verdict)
+
+    def lease_blocked(self, held: Optional[leases.Lease]) -> Blocked:
+        held = held or {"metadata": {"name": leases.node_lease_name(self.req.node)}}
+        message = (f"{BLOCKED_PREFIX} Lease {self.req.namespace}/{held['metadata']['name']} is held by "
+                   f"{leases.holder(held) or 'unknown'}.")
+        return Blocked("lease", message, BLOCKED, message, [_lease_holder("node", held)], due=leases.expiry(held))
+
+
+class Reporter:
+    """Tells the NodeMaintenance (or the Node) about each new blocking situation, once."""
+
+    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any],
+                 check_mode: bool) -> None:
+        self.client = client
+        self.nm = nm
+        self.involved = nm or node
+        self.recorder = EventRecorder(client, check_mode)
+        self.check_mode = check_mode
+        self.holders: List[Dict[str, Any]] = []
+        self._last: Optional[str] = None
+
+    def blocked(self, blocked: Blocked) -> None:
+        for h in blocked.holders:
+            if h not in self.holders:
+                self.holders.append(h)
+        if blocked.message == self._last:
+            return
+        self._last = blocked.message
+        self.recorder.record(self.involved, blocked.reason, blocked.event_message)
+        if self.nm is not None:
+            count = int((self.nm.get("status") or {}).get("errorOnLeaseCount") or 0) + 1
+            self.nm, _ = maintenance.update_status(self.client, self.nm, {
+                "phase": "Pending", "lastError": blocked.message, "errorOnLeaseCount": count}, self.check_mode)
+
+    def acquired(self, outcome: Acquired) -> None:
+        if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
+                leases.CREATE, leases.TAKE_OVER):
+            self.recorder.record(self.involved, LEASE_ACQUIRED,
+                                 f"{REASONS[LEASE_ACQUIRED][1]}: {outcome.lease.name}"
+                                 + (f" and {outcome.slot.name}" if outcome.slot.name else ""))
+        status = (self.nm or {}).get("status") or {}
+        if self.nm is not None and status.get("errorOnLeaseCount"):
+            self.nm, _ = maintenance.update_status(self.client, self.nm, {"errorOnLeaseCount": 0, "lastError": ""},
+                                                   self.check_mode)
+
+
+def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
+    if req.maintenance:
+        nm = maintenance.get(client, req.maintenance)
+        if nm is None:
+            raise InputError(f"NodeMaintenance {req.maintenance} not found: create it first or leave maintenance out")
+        if nm.get("spec", {}).get("nodeName") != req.node:
+            raise InputError(f"NodeMaintenance {req.maintenance} is for node {nm.get('spec', {}).get('nodeName')}, "
+                             f"not {req.node}")
+        return nm
+    return maintenance.find(client, req.node)
+
+
+def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
+          timeout: float) -> Acquired:
+    paths = [(leases.leases_path(req.namespace), {})]
+    if attempt.flavour:
+        paths += etcd_guard.watched_paths(attempt.flavour, req.etcd)
+    state: Dict[str, Any] = {"blocked": first, "changes": -1, "at": time.monotonic()}
+    multi = MultiWatcher(*[Watcher(client, path, query) for path, query in paths])
+
+    def check() -> Optional[Acquired]:
+        blocked: Blocked = state["blocked"]
+        lapsed = blocked.due is not None and leases.utcnow() >= blocked.due
+        resync = attempt.flavour is not None and time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
+        # -1: the first check after the watch started catches what changed before it did
+        if multi.changes == state["changes"] and not lapsed and not resync:
+            return None
+        state.update(changes=multi.changes, at=time.monotonic())
+        outcome = attempt.run()
+        if isinstance(outcome, Acquired):
+            return outcome
+        if outcome.never:
+            raise RefusedError(outcome.message, holders=outcome.holders)
+        state["blocked"] = outcome
+        reporter.blocked(outcome)
+        return None
+
+    with multi:
+        return wait_until(multi, check, timeout, lambda: state["blocked"].message, tick=lambda: None,
+                          tick_every=0.5)
+
+
+def _entry(role: str, outcome: leases.Outcome) -> Dict[str, Any]:
+    lease = outcome.after or {}
+    due = leases.expiry(lease)
+    return {"role": role, "name": outcome.name, "namespace": lease.get("metadata", {}).get("namespace", ""),
+            "action": outcome.action, "holder": leases.holder(lease),
+            "expires": leases.format_time(due) if due else None}
+
+
+def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str, Any]:
+    req.validate()
+    node = read_node(client, req.node)
+    nm = _find_maintenance(client, req)
+    flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
+    ns_created = leases.ensure_namespace(client, req.namespace, check_mode)
+    attempt = Attempt(client, req, node, flavour, check_mode)
+    reporter = Reporter(client, nm, node, check_mode)
+    started = time.monotonic()
+    result: Dict[str, Any] = {"node": req.node, "state": "acquired", "maintenance": (nm or {}).get(
+        "metadata", {}).get("name"), "namespace_created": ns_created}
+    outcome = attempt.run()
+    if isinstance(outcome, Blocked):
+        reporter.holders = list(outcome.holders)
+        verdict = outcome.verdict.as_dict() if outcome.verdict else None
+        reporter.blocked(outcome)  # writes nothing in check mode
+        if outcome.never:
+            raise RefusedError(outcome.message, holders=outcome.holders, etcd=verdict)
+        if not req.wait:
+            raise BlockedError(outcome.message, holders=outcome.holders, etcd=verdict)
+        if check_mode:
+            return {**result, "changed": False, "would_wait": True, "blocked": outcome.message,
+                    "holders": outcome.holders, "etcd": verdict, "acquired": [], "waited": 0.0,
+                    "warnings": [f"check mode: would wait: {outcome.message}"]}
+        try:
+            outcome = _wait(client, req, attempt, reporter, outcome, req.timeout)
+        except WaitTimeout as exc:
+            raise WaitTimeout(exc.message, holders=reporter.holders,
+                              waited=round(time.monotonic() - started, 3)) from None
+    reporter.acquired(outcome)
+    slot, lease = outcome.slot, outcome.lease
+    due = leases.expiry(lease.after)
+    warnings = [outcome.verdict.warning] if outcome.verdict and outcome.verdict.warning else []
+    return {**result,
+            "changed": slot.changed or lease.changed or ns_created,
+            "acquired": [_entry("slot", slot), _entry("node", lease)],
+            "slot": slot.name, "lease": leases.summary(lease.after), "expires": leases.format_time(due) if due else None,
+            "holders": reporter.holders, "waited": round(time.monotonic() - started, 3),
+            "etcd": outcome.verdict.as_dict() if outcome.verdict else None,
+            "diff": {"before": {"leases": {slot.name: leases.summary(slot.before), lease.name: leases.summary(lease.before)}},
+                     "after": {"leases": {slot.name: leases.summary(slot.after), lease.name: leases.summary(lease.after)}}},
+            "warnings": warnings}
+
+
+def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str, Any]:
+    """Delete the node lease and the node's slots, each only when ours; report the others."""
+    req.validate()
+    released: List[Dict[str, Any]] = []
+    kept: List[Dict[str, Any]] = []
+    before: Dict[str, Any] = {}
+    after: Dict[str, Any] = {}
+    name = leases.node_lease_name(req.node)
+    targets = [("node", name, leases.HOLDER)]
+    targets += [("slot", s["metadata"]["name"], req.node)
+                for s in leases.own_slots(client, req.node, req.slot_prefix, req.namespace)]
+    for role, lease_name, identity in targets:
+        action, lease = leases.release(client, req.namespace, lease_name, identity, check_mode)
+        if lease is None:
+            continue
+        before[lease_name] = leases.summary(lease)
+        if action == "deleted":
+            released.append({"role": role, "name": lease_name, "namespace": req.namespace, "holder": identity})
+            after[lease_name] = None
+        elif action == "held_by_other":
+            kept.append(_lease_holder(role, lease))
+            after[lease_name] = before[lease_name]
+    warnings = [f"lease {k['lease']} is held by {k['holder']}, not by us: left in place" for k in kept]
+    if released:
+        nm = maintenance.find(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
+        involved = nm or client.get_or_none(node_path(req.node))
+        if involved is not None:
+            names = ", ".join(r["name"] for r in released)
+            EventRecorder(client, check_mode).record(involved, LEASE_RELEASED, f"{REASONS[LEASE_RELEASED][1]}: {names}")
+    return {"node": req.node, "state": "released", "changed": bool(released), "released": released,
+            "not_released": kept, "holders": kept, "diff": {"before": {"leases": before}, "after": {"leases": after}},
+            "warnings": warnings}

@@ -1,0 +1,345 @@
+"""Drain a node: one list of its pods, evictions in parallel, one watch to see them go.
+
+The pods are listed once (``fieldSelector=spec.nodeName``) and sorted by the filters of
+``pod_filters``. Evictions (or deletions) go out on a bounded thread pool; their answers
+come back to the one thread that owns the bookkeeping (``drain_tracking``). A single
+watch on the node's pods, started from the list's resourceVersion so nothing is missed,
+says when each pod is gone: deleted, or replaced by a pod of the same name and another
+UID. A PodDisruptionBudget's refusal (429) keeps the pod pending; it is retried on the
+waiter's tick, never bypassed unless ``delete_fallback_after`` says so. The drain returns
+when the pods are gone, not when their evictions were accepted.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from . import maintenance
+from .client import Client, path_segment
+from .drain_tracking import (
+    FATAL,
+    REFUSED,
+    RETRY,
+    EventThrottle,
+    Outcome,
+    PendingPod,
+    Throttle,
+    Tracker,
+    initial_counts,
+    outcome_of,
+    status_fields,
+)
+from .errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
+from .events import DRAIN, DRAIN_ERROR, EventRecorder
+from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
+from .taints import read_node
+from .waiter import Watcher, list_objects, wait_until
+
+PODS = "/api/v1/pods"
+TICK = 0.2  # seconds between looks at retries and status while no pod event arrives
+STATUS_INTERVAL = 1.0  # at most one status write a second
+EVENT_MESSAGE_LIMIT = 1000
+
+
+class DrainFailed(NmoError):
+    """The drain stopped before every pod was gone; ``details`` carry the drain's result."""
+
+
+@dataclass(frozen=True)
+class DrainOptions:
+    node: str
+    maintenance: Optional[str] = None
+    force: bool = True
+    delete_emptydir_data: bool = True
+    ignore_daemonsets: bool = True
+    pod_selector: str = ""
+    grace_period: Optional[int] = None
+    timeout: float = 600
+    disable_eviction: bool = False
+    delete_fallback_after: Optional[float] = None
+    skip_wait_for_delete_timeout: int = 0
+    parallelism: int = 32
+    retry_delay: float = 1.0
+
+    @classmethod
+    def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
+        return cls(**{f.name: params[f.name] for f in fields(cls) if params.get(f.name) is not None})
+
+    def selection(self, now: Optional[float] = None) -> SelectionOptions:
+        return SelectionOptions(force=self.force, delete_emptydir_data=self.delete_emptydir_data,
+                                ignore_daemonsets=self.ignore_daemonsets, pod_selector=self.pod_selector or "",
+                                skip_wait_for_delete_timeout=self.skip_wait_for_delete_timeout,
+                                disable_eviction=self.disable_eviction, now=now)
+
+    def validate(self) -> None:
+        problems = []
+        if not self.node:
+            problems.append("node is required")
+        if self.timeout <= 0:
+            problems.append(f"timeout must be more than 0 seconds, got {self.timeout}")
+        if not 1 <= self.parallelism <= 500:
+            problems.append(f"parallelism must be between 1 and 500, got {self.parallelism}")
+        if self.retry_delay < 0.1:
+            problems.append(f"retry_delay must be at least 0.1 seconds, got {self.retry_delay}")
+        if self.grace_period is not None and self.grace_period < 0:
+            problems.append(f"grace_period must be 0 or more (leave it unset for each pod's own), got {self.grace_period}")
+        if self.delete_fallback_after is not None and self.delete_fallback_after < 0:
+            problems.append(f"delete_fallback_after must be 0 or more seconds, got {self.delete_fallback_after}")
+        if self.skip_wait_for_delete_timeout < 0:
+            problems.append(f"skip_wait_for_delete_timeout must be 0 or more, got {self.skip_wait_for_delete_timeout}")
+        if problems:
+            raise InputError("; ".join(problems))
+        self.selection()  # a malformed pod_selector raises here, before any request
+
+
+# -- requests ---------------------------------------------------------------------------------
+def pod_path(plan: PodPlan) -> str:
+    return f"/api/v1/namespaces/{path_segment(plan.namespace)}/pods/{path_segment(plan.name)}"
+
+
+def delete_options(plan: PodPlan, grace_period: Optional[int]) -> Dict[str, Any]:
+    # The UID precondition keeps a request from hitting a replacement of the same name.
+    options: Dict[str, Any] = {"preconditions": {"uid": plan.uid}}
+    if grace_period is not None:
+        options["gracePeriodSeconds"] = grace_period
+    return options
+
+
+def send(client: Client, plan: PodPlan, action: str, grace_period: Optional[int]) -> Outcome:
+    """Evict (policy/v1) or delete one pod; the outcome says what the drain does next."""
+    options = delete_options(plan, grace_period)
+    try:
+        if action == EVICT:
+            client.post(pod_path(plan) + "/eviction", {
+                "apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": plan.name, "namespace": plan.namespace}, "deleteOptions": options})
+        else:
+            client.delete(pod_path(plan), {"apiVersion": "v1", "kind": "DeleteOptions", **options})
+    except ApiError as exc:
+        return outcome_of(exc, plan.key)
+    return outcome_of(None, plan.key)
+
+
+def read_maintenance(client: Client, opts: DrainOptions) -> Optional[Dict[str, Any]]:
+    if not opts.maintenance:
+        return None
+    nm = maintenance.get(client, opts.maintenance)
+    if nm is None:
+        raise InputError(f"NodeMaintenance {opts.maintenance} not found: create it first, "
+                         "or leave maintenance unset to drain without one")
+    named = nm.get("spec", {}).get("nodeName")
+    if named != opts.node:
+        raise InputError(f"NodeMaintenance {opts.maintenance} is for node {named}, not {opts.node}")
+    return nm
+
+
+# -- the NodeMaintenance status, kept current -----------------------------------------------------
+class StatusKeeper:
+    """Writes the drain's status fields when they changed, at most once a second."""
+
+    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], warnings: List[str]) -> None:
+        self.client = client
+        self.nm = nm
+        self.warnings = warnings
+        self.throttle = Throttle(STATUS_INTERVAL)
+        self.writes = 0
+
+    def offer(self, wanted: Dict[str, Any], now: float, force: bool = False) -> None:
+        if self.nm is None or not self.throttle.due(wanted, now, force):
+            return
+        try:
+            self.nm, changed = maintenance.update_status(self.client, self.nm, wanted)
+        except NotFound:
+            self.warnings.append(f"NodeMaintenance {self.nm['metadata']['name']} was deleted during the drain; "
+                                 "its status is no longer written")
+            self.nm = None
+            return
+        except ApiError as exc:  # a status write must not stop the drain; the next offer retries
+            self.warnings.append(f"cannot write the NodeMaintenance status: {exc.message}")
+            return
+        self.throttle.mark(wanted, now)
+        self.writes += int(changed)
+
+
+# -- one drain ------------------------------------------------------------------------------------
+class DrainRun:
+    """The state of one drain between its list and its end (one thread owns it)."""
+
+    def __init__(self, client: Client, opts: DrainOptions, nm: Optional[Dict[str, Any]],
+                 listing: Dict[str, Any], plans: List[PodPlan], warnings: List[str]) -> None:
+        self.client = client
+        self.opts = opts
+        self.plans = plans
+        self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
+                                  skip_after=opts.skip_wait_for_delete_timeout)
+        self.watcher = Watcher(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"}, initial=listing)
+        self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
+        self.status = StatusKeeper(client, nm, warnings)
+        self.events = EventRecorder(client)
+        self.event_throttle = EventThrottle()
+        self.fallen_back: Set[str] = set()
+        self.warnings = warnings
+        status = (nm or {}).get("status") or {}
+        self.total, self.eviction_pods = initial_counts(status, len(self.tracker.pending), len(listing["items"]))
+
+    # -- status and events --------------------------------------------------------------------
+    def fields(self, finished: bool = False, error: Optional[str] = None) -> Dict[str, Any]:
+        last_error = error if error is not None else self.tracker.last_error
+        return status_fields(self.total, self.eviction_pods, self.tracker.pending.values(),
+                             last_error, finished)
+
+    def record(self, reason: str, message: str, key: str = "", etype: Optional[str] = None) -> None:
+        nm = self.status.nm
+        if nm is None or not self.event_throttle.due(key, message, time.monotonic()):
+            return
+        self.events.record(nm, reason, message[:EVENT_MESSAGE_LIMIT], etype)
+
+    # -- requests on the pool ------------------------------------------------------------------
+    def submit_due(self, pool: ThreadPoolExecutor) -> None:
+        for pod in self.tracker.due(time.monotonic()):
+            if pod.fallback and pod.key not in self.fallen_back:
+                self.fallen_back.add(pod.key)
+                self.record(DRAIN, f"Deleting pod {pod.key} although its PodDisruptionBudget refuses the eviction: "
+                                   f"refused for {self.opts.delete_fallback_after:g} s (delete_fallback_after)",
+                            pod.key, "Warning")
+            pool.submit(self._send, pod.plan, pod.action)
+
+    def _send(self, plan: PodPlan, action: str) -> None:
+        try:
+            outcome = send(self.client, plan, action, self.opts.grace_period)
+        except Exception as exc:  # never lose an answer: the main thread decides
+            outcome = Outcome(RETRY, f"{type(exc).__name__}: {exc}")
+        self.answers.put((plan.key, outcome))
+        self.watcher.wake()
+
+    def take_answers(self, with_events: bool = True) -> None:
+        now = time.monotonic()
+        while True:
+            try:
+                key, outcome = self.answers.get_nowait()
+            except queue.Empty:
+                return
+            pod = self.tracker.answer(key, outcome, now)
+            if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
+                self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
+
+    def refusal_event(self, pod: PendingPod, outcome: Outcome) -> str:
+        if outcome.kind == FATAL:
+            return outcome.message
+        return f"{outcome.message} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
+
+    # -- the wait ------------------------------------------------------------------------------
+    def check(self) -> Optional[bool]:
+        self.take_answers()
+        self.tracker.settle(self.watcher.objects, time.time())
+        if self.tracker.fatal and not self.tracker.in_flight():
+            return False
+        return True if not self.tracker.pending else None
+
+    def run(self) -> Tuple[bool, str]:
+        """Evict and wait; (finished, error message)."""
+        if not self.tracker.pending:
+            self.status.offer(self.fields(finished=True), time.monotonic(), force=True)
+            return True, ""
+        counts = {a: sum(1 for p in self.plans if p.action == a) for a in (EVICT, DELETE, WAIT, SKIP)}
+        self.status.offer(self.fields(), time.monotonic(), force=True)
+        self.record(DRAIN, f"Drain node {self.opts.node}: {counts[EVICT]} pods to evict, {counts[DELETE]} to delete, "
+                           f"{counts[WAIT]} already terminating, {counts[SKIP]} skipped")
+        pool = ThreadPoolExecutor(max_workers=self.opts.parallelism, thread_name_prefix="nmo-drain")
+        self.watcher.start()
+        error = ""
+        try:
+            self.submit_due(pool)
+
+            def tick() -> None:
+                self.submit_due(pool)
+                self.status.offer(self.fields(), time.monotonic())
+
+            finished = wait_until(self.watcher, self.check, self.opts.timeout, self.tracker.describe_pending,
+                                  tick, TICK)
+            if not finished:
+                error = (f"drain of node {self.opts.node} stopped: " + "; ".join(self.tracker.fatal)
+                         + f". Still pending: {self.tracker.describe_pending()}")
+        except WaitTimeout:
+            error = (f"drain of node {self.opts.node} timed out after {self.opts.timeout:g} s; "
+                     f"still pending: {self.tracker.describe_pending()}")
+        except ApiError as exc:  # the watch failed for good (403, say)
+            error = f"drain of node {self.opts.node} stopped: {exc.message}. Still pending: {self.tracker.describe_pending()}"
+        finally:
+            self.watcher.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.take_answers(with_events=False)
+        if error:
+            self.record(DRAIN_ERROR, error)
+            self.status.offer(self.fields(error=error), time.monotonic(), force=True)
+            return False, error
+        self.status.offer(self.fields(finished=True), time.monotonic(), force=True)
+        return True, ""
+
+
+def brief(pod: PendingPod, reason: Optional[str] = None) -> Dict[str, Any]:
+    return {"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": reason or pod.plan.reason}
+
+
+def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[str, Any]]]:
+    """evicted / deleted: our request was accepted; gone: it left without one (already
+    terminating, or removed by someone else meanwhile)."""
+    out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": []}
+    for pod in sorted(tracker.done, key=lambda p: p.key):
+        if not pod.accepted:
+            out["gone"].append(brief(pod, "already terminating" if pod.action == WAIT else "gone before our request"))
+        elif pod.action == EVICT:
+            out["evicted"].append(brief(pod))
+        else:
+            reason = (f"refused by its PodDisruptionBudget for {opts.delete_fallback_after:g} s (delete_fallback_after)"
+                      if pod.fallback else None)
+            out["deleted"].append(brief(pod, reason))
+    return out
+
+
+def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[str, Any]:
+    """Drain ``opts.node``; returns the result, raises DrainFailed (result in details)."""
+    started, first_request = time.monotonic(), client.requests
+    opts.validate()
+    node = read_node(client, opts.node)
+    nm = read_maintenance(client, opts)
+    listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
+    selection = opts.selection(time.time())
+    plans = [classify(pod, selection) for pod in listing.get("items", [])]
+    warnings: List[str] = []
+    if not node.get("spec", {}).get("unschedulable"):
+        warnings.append(f"node {opts.node} is schedulable: evicted pods may be scheduled back onto it; cordon it first")
+    result: Dict[str, Any] = {
+        "node": opts.node, "maintenance": opts.maintenance, "pods_found": len(plans),
+        "skipped_pods": [p.brief() for p in plans if p.action == SKIP],
+    }
+    refused = [p for p in plans if p.action == REFUSE]
+    if refused:
+        raise DrainFailed(refusal_message(opts.node, refused), refused=[p.brief() for p in refused], **result)
+    acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT)]
+    if check_mode:
+        result.update({f"would_{a}": [p.brief() for p in acting if p.action == a] for a in (EVICT, DELETE, WAIT)})
+        result.update(changed=bool(acting), elapsed=round(time.monotonic() - started, 3),
+                      api_requests=client.requests - first_request, warnings=warnings)
+        return result
+
+    run = DrainRun(client, opts, nm, listing, plans, warnings)
+    finished, error = run.run()
+    result.update(outcome_lists(run.tracker, opts))
+    result.update(
+        changed=run.status.writes > 0 or any(p.attempts for p in run.tracker.done + list(run.tracker.pending.values())),
+        pending=run.tracker.pending_summary(),
+        elapsed=round(time.monotonic() - started, 3),
+        eviction_retries=run.tracker.retries,
+        api_requests=client.requests - first_request,
+        status_writes=run.status.writes,
+        status=maintenance.summary(run.status.nm),
+        warnings=warnings,
+    )
+    if not finished:
+        raise DrainFailed(error, **result)
+    return result

@@ -1,0 +1,225 @@
+"""The drain's bookkeeping, free of I/O: which pods are still pending, what their last
+request answered, when to retry, and what the NodeMaintenance status should say.
+
+Time comes in as arguments (monotonic seconds for retries and throttles, epoch seconds for
+deletion timestamps), so unit tests drive every path without a cluster or a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from .errors import ApiError
+from .maintenance import drain_progress
+from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
+
+# Outcomes of one eviction or deletion request.
+ACCEPTED = "accepted"  # the pod is deleting; the watch tells when it is gone
+REFUSED = "refused"  # 429: a PodDisruptionBudget (or the server) says not now
+RETRY = "retry"  # a transient failure (5xx, conflict, connection)
+FATAL = "fatal"  # retrying cannot help: the drain fails
+
+MULTIPLE_PDBS = "more than one PodDisruptionBudget"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    message: str = ""
+
+
+def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
+    """What an eviction's (or deletion's) answer means for the drain; ``None`` is success."""
+    if error is None:
+        return Outcome(ACCEPTED)
+    text = server_text(error)
+    if error.status == 404:
+        return Outcome(ACCEPTED, "already gone")
+    if error.status == 429:
+        return Outcome(REFUSED, text)
+    if error.status == 500 and MULTIPLE_PDBS in text:
+        return Outcome(FATAL, f"pod {key} cannot be evicted: {text} Make at most one PodDisruptionBudget "
+                              "select it, or drain with disable_eviction=true")
+    if error.status in (0, 409) or error.status >= 500:
+        return Outcome(RETRY, text)
+    return Outcome(FATAL, f"pod {key}: {error.message}")
+
+
+def server_text(error: ApiError) -> str:
+    """The server's message plus its causes (a 429 names the PodDisruptionBudget there)."""
+    causes = [c.get("message", "") for c in (error.body.get("details") or {}).get("causes") or []
+              if c.get("message")]
+    text = error.server_message or error.message
+    return f"{text} ({'; '.join(causes)})" if causes else text
+
+
+@dataclass
+class PendingPod:
+    plan: PodPlan
+    action: str  # EVICT, DELETE (finished pods, disable_eviction, fallback) or WAIT
+    attempts: int = 0
+    in_flight: bool = False
+    accepted: bool = False
+    next_attempt: float = 0.0
+    first_refusal: Optional[float] = None
+    fallback: bool = False  # deleted despite its PodDisruptionBudget (delete_fallback_after)
+    last_error: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.plan.key
+
+
+def is_gone(uid: str, current: Optional[Dict[str, Any]], now: float, skip_after: float = 0) -> bool:
+    """Deleted, or replaced (same name, other UID: a StatefulSet's new pod), or, with
+    ``skip_after``, terminating for longer than that many seconds (``now`` in epoch seconds)."""
+    if current is None or current.get("metadata", {}).get("uid") != uid:
+        return True
+    age = deletion_age(current, now) if skip_after > 0 else None
+    return age is not None and age > skip_after
+
+
+@dataclass
+class Tracker:
+    """The pods the drain still waits for, and what happened to the others."""
+    retry_delay: float = 1.0
+    fallback_after: Optional[float] = None
+    skip_after: float = 0
+    pending: Dict[str, PendingPod] = field(default_factory=dict)
+    done: List[PendingPod] = field(default_factory=list)
+    retries: int = 0
+    last_error: str = ""
+    fatal: List[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, plans: Iterable[PodPlan], **kwargs: Any) -> Tracker:
+        tracker = cls(**kwargs)
+        for plan in plans:
+            if plan.action in (EVICT, DELETE, WAIT):
+                tracker.pending[plan.key] = PendingPod(plan, plan.action)
+        return tracker
+
+    def due(self, now: float) -> List[PendingPod]:
+        """Pods whose (next) request should go out now; marks them in flight."""
+        if self.fatal:
+            return []
+        ready = []
+        for pod in self.pending.values():
+            if pod.action == WAIT or pod.in_flight or pod.accepted or pod.next_attempt > now:
+                continue
+            if (pod.action == EVICT and self.fallback_after is not None and pod.first_refusal is not None
+                    and now - pod.first_refusal >= self.fallback_after):
+                pod.action, pod.fallback = DELETE, True
+            if pod.attempts:
+                self.retries += 1
+            pod.attempts += 1
+            pod.in_flight = True
+            ready.append(pod)
+        return ready
+
+    def answer(self, key: str, outcome: Outcome, now: float) -> Optional[PendingPod]:
+        """Record a request's outcome; returns the pod when it is still pending."""
+        pod = self.pending.get(key)
+        if pod is None:  # gone already, the watch was quicker than the answer
+            gone = next((p for p in self.done if p.key == key), None)
+            if gone is not None and outcome.kind == ACCEPTED:
+                gone.accepted = True
+            return None
+        pod.in_flight = False
+        if outcome.kind == ACCEPTED:
+            pod.accepted = True
+            return pod
+        pod.last_error = outcome.message
+        self.last_error = outcome.message
+        if outcome.kind == FATAL:
+            self.fatal.append(outcome.message)
+        else:
+            pod.next_attempt = now + self.retry_delay
+            if outcome.kind == REFUSED and pod.first_refusal is None:
+                pod.first_refusal = now
+        return pod
+
+    def settle(self, objects: Dict[str, Dict[str, Any]], epoch_now: float) -> List[PendingPod]:
+        """Move the pods that are gone (per the watch's view of the node) to done."""
+        gone = [p for p in self.pending.values()
+                if is_gone(p.plan.uid, objects.get(p.key), epoch_now, self.skip_after)]
+        for pod in gone:
+            del self.pending[pod.key]
+            self.done.append(pod)
+        return gone
+
+    def in_flight(self) -> int:
+        return sum(1 for p in self.pending.values() if p.in_flight)
+
+    def pending_summary(self) -> List[Dict[str, Any]]:
+        return [{"namespace": p.plan.namespace, "name": p.plan.name, "action": p.action,
+                 "accepted": p.accepted, "attempts": p.attempts, "last_error": p.last_error}
+                for p in sorted(self.pending.values(), key=lambda p: p.key)]
+
+    def describe_pending(self, limit: int = 20) -> str:
+        parts = [p.key + (f" ({p.last_error})" if p.last_error else " (deleting)" if p.accepted else "")
+                 for p in sorted(self.pending.values(), key=lambda p: p.key)[:limit]]
+        more = len(self.pending) - limit
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+# -- the NodeMaintenance status --------------------------------------------------------------
+def initial_counts(status: Dict[str, Any], to_act: int, total: int) -> Tuple[int, int]:
+    """(totalpods, evictionPods) for this drain: kept from a drain this one resumes (phase
+    Running, progress below 100, as many or more pods counted) so progress never goes back,
+    and from a finished drain when there is nothing left to do (a rerun writes nothing)."""
+    previous = status.get("evictionPods")
+    if not isinstance(previous, int):
+        return total, to_act
+    resumed = (status.get("phase") == "Running" and previous >= to_act and previous > 0
+               and (status.get("drainProgress") or 0) < 100)
+    if resumed or to_act == 0:
+        return int(status.get("totalpods") or total), previous
+    return total, to_act
+
+
+def status_fields(total: int, eviction_pods: int, pending: Iterable[PendingPod], last_error: str,
+                  finished: bool = False) -> Dict[str, Any]:
+    pods = sorted(pending, key=lambda p: p.key)
+    fields: Dict[str, Any] = {
+        "phase": "Succeeded" if finished else "Running",
+        "totalpods": total,
+        "evictionPods": eviction_pods,
+        "drainProgress": 100 if finished else drain_progress(eviction_pods, len(pods)),
+        "pendingPods": [p.plan.name for p in pods],
+        "pendingPodsRefs": [{"namespace": p.plan.namespace, "name": p.plan.name} for p in pods],
+        "lastError": "" if finished else last_error,
+    }
+    return fields
+
+
+@dataclass
+class Throttle:
+    """At most one write per ``interval`` seconds, and none when nothing changed."""
+    interval: float = 1.0
+    last_value: Any = None
+    last_time: Optional[float] = None
+
+    def due(self, value: Any, now: float, force: bool = False) -> bool:
+        if value == self.last_value:
+            return False
+        return force or self.last_time is None or now - self.last_time >= self.interval
+
+    def mark(self, value: Any, now: float) -> None:
+        self.last_value, self.last_time = value, now
+
+
+@dataclass
+class EventThrottle:
+    """A refusal is recorded when first seen for a pod, and again (a count bump) only
+    after ``repeat_every`` seconds, however often it is retried meanwhile."""
+    repeat_every: float = 30.0
+    seen: Dict[Tuple[str, str], float] = field(default_factory=dict)
+
+    def due(self, key: str, message: str, now: float) -> bool:
+        last = self.seen.get((key, message))
+        if last is not None and now - last < self.repeat_every:
+            return False
+        self.seen[(key, message)] = now
+        return True

@@ -1,0 +1,224 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_drain
+short_description: Drain a node in parallel, respecting PodDisruptionBudgets, with live progress
+version_added: "0.1.0"
+description:
+  - Evicts the pods of a node the way C(kubectl drain --force --ignore-daemonsets --delete-emptydir-data)
+    selects them, as the Node Maintenance Operator configures it; each of those defaults is an option.
+  - Skipped are mirror pods of static pods, DaemonSet pods, pods not matching O(pod_selector), and pods
+    terminating for longer than O(skip_wait_for_delete_timeout). Pods already terminating are waited for.
+    Finished pods (Succeeded, Failed) are deleted. Unmanaged and emptyDir pods are evicted.
+  - With O(force), O(delete_emptydir_data) or O(ignore_daemonsets) off, the pods each of them guards make
+    the module fail before anything is evicted; the message names every such pod and the option that
+    would allow it.
+  - The pods are listed once; evictions (C(policy/v1) C(pods/eviction)) run in parallel, at most
+    O(parallelism) at a time; one watch on the node's pods tells when each pod is gone (deleted, or
+    replaced by a pod of the same name and another UID, as a StatefulSet does). The module returns
+    when the pods are gone, not when their evictions were accepted.
+  - A PodDisruptionBudget that refuses an eviction (HTTP 429) keeps the pod pending; the eviction is
+    retried every O(retry_delay) seconds and a Warning event C(DrainError) with the server's message
+    is recorded once per pod and message (its count bumped at most every 30 s). A PDB is never bypassed
+    unless O(delete_fallback_after) is set. A pod selected by several PDBs (HTTP 500) fails the drain
+    with the pod named.
+  - When O(maintenance) names a NodeMaintenance, its status is kept current while the drain runs
+    (C(totalpods), C(evictionPods), C(drainProgress), C(pendingPods), C(pendingPodsRefs), C(lastError),
+    C(lastUpdate); at most one write a second, only when something changed) and ends with phase
+    C(Succeeded) and C(drainProgress) 100. A failed or timed-out drain leaves phase C(Running) with
+    C(lastError); the caller decides whether the maintenance failed.
+  - The module does not cordon the node; cordon it first (M(nmo.maintenance.nmo_cordon)).
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Lists and sorts the pods; returns what would be evicted, deleted, waited for and skipped.
+      Evicts nothing and writes no status or event. Fails like a real run when an option guards a pod.
+  diff_mode:
+    support: none
+    description: A drain has no meaningful diff; the lists of pods are returned instead.
+options:
+  node:
+    description: Name of the node to drain.
+    type: str
+    required: true
+  maintenance:
+    description:
+      - Name of the NodeMaintenance whose status shows the drain's progress. It must name O(node).
+      - Without it the drain writes no status and records no event.
+    type: str
+  force:
+    description: Evict pods that no controller manages (they are not recreated anywhere).
+    type: bool
+    default: true
+  delete_emptydir_data:
+    description: Evict pods with C(emptyDir) volumes (their data is lost).
+    type: bool
+    default: true
+  ignore_daemonsets:
+    description: Skip DaemonSet pods. When false, a DaemonSet pod on the node makes the drain fail.
+    type: bool
+    default: true
+  pod_selector:
+    description: Only pods whose labels match this label selector (C(app=web,tier!=db)) are drained.
+    type: str
+  grace_period:
+    description: Termination grace period in seconds for every pod. Unset, each pod's own is used.
+    type: int
+  timeout:
+    description: Seconds the drain may take in all, waiting included. When it runs out, the module fails
+      with the pending pods named.
+    type: float
+    default: 600
+  disable_eviction:
+    description: Delete the pods instead of evicting them. PodDisruptionBudgets are not consulted.
+    type: bool
+    default: false
+  delete_fallback_after:
+    description:
+      - After a pod's eviction has been refused by its PodDisruptionBudget for this many seconds, delete it
+        instead (kubespray's drain fallback). Unset, a PodDisruptionBudget is never bypassed.
+    type: float
+  skip_wait_for_delete_timeout:
+    description: Pods terminating for longer than this many seconds are not waited for. 0 waits for all.
+    type: int
+    default: 0
+  parallelism:
+    description: At most this many eviction requests at a time.
+    type: int
+    default: 32
+  retry_delay:
+    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused.
+    type: float
+    default: 1
+"""
+
+EXAMPLES = r"""
+- name: Drain a cordoned node, keeping its NodeMaintenance status current
+  nmo.maintenance.nmo_drain:
+    node: node-worker-01
+    maintenance: maintenance-worker-01
+    timeout: 900
+  delegate_to: localhost
+
+- name: Show what a drain would do
+  nmo.maintenance.nmo_drain:
+    node: node-worker-01
+  check_mode: true
+  register: plan
+
+- name: Drain in the background and poll
+  nmo.maintenance.nmo_drain:
+    node: node-worker-01
+    maintenance: maintenance-worker-01
+  async: 1200
+  poll: 5
+"""
+
+RETURN = r"""
+pods_found:
+  description: Pods on the node when the drain started.
+  returned: always
+  type: int
+skipped_pods:
+  description:
+    - Pods left alone, each with C(namespace), C(name) and C(reason).
+    - (Not C(skipped), which Ansible reserves for skipped tasks.)
+  returned: always
+  type: list
+  elements: dict
+evicted:
+  description: Pods whose eviction was accepted and that are gone.
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
+deleted:
+  description: Pods deleted rather than evicted (finished pods, O(disable_eviction), O(delete_fallback_after)).
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
+gone:
+  description: Pods that left without a request of ours (already terminating, or removed meanwhile).
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
+pending:
+  description: Pods not gone when the drain ended (on failure), each with C(last_error) and C(attempts).
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
+refused:
+  description: On failure before any eviction, the pods guarded by options that are off, with C(options).
+  returned: failure
+  type: list
+  elements: dict
+would_evict:
+  description: In check mode, the pods that would be evicted, with why.
+  returned: check mode
+  type: list
+  elements: dict
+would_delete:
+  description: In check mode, the pods that would be deleted.
+  returned: check mode
+  type: list
+  elements: dict
+would_wait:
+  description: In check mode, the pods already terminating that would be waited for.
+  returned: check mode
+  type: list
+  elements: dict
+elapsed:
+  description: Seconds the drain took.
+  returned: always
+  type: float
+eviction_retries:
+  description: Evictions sent again after a refusal or a transient error.
+  returned: success or failure after the drain started
+  type: int
+api_requests:
+  description: Requests made to the API server (the watch counts as one).
+  returned: always
+  type: int
+status_writes:
+  description: Writes of the NodeMaintenance status (at most one a second, plus the first and the last).
+  returned: success or failure after the drain started
+  type: int
+status:
+  description: The NodeMaintenance as the drain left it (name, phase, drainProgress, pendingPods, lastError).
+  returned: when O(maintenance) is given
+  type: dict
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions, drain
+
+
+def core(client, params, check_mode):
+    return drain(client, DrainOptions.from_params(params), check_mode)
+
+
+def main():
+    run({"node": {"type": "str", "required": True},
+         "maintenance": {"type": "str"},
+         "force": {"type": "bool", "default": True},
+         "delete_emptydir_data": {"type": "bool", "default": True},
+         "ignore_daemonsets": {"type": "bool", "default": True},
+         "pod_selector": {"type": "str"},
+         "grace_period": {"type": "int"},
+         "timeout": {"type": "float", "default": 600},
+         "disable_eviction": {"type": "bool", "default": False},
+         "delete_fallback_after": {"type": "float"},
+         "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
+         "parallelism": {"type": "int", "default": 32},
+         "retry_delay": {"type": "float", "default": 1}},
+        core, pool_size=lambda p: max(int(p["parallelism"] or 1), 1) + 2)
+
+
+if __name__ == "__main__":
+    main()

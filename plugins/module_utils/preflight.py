@@ -1,0 +1,309 @@
+"""Pre-flight: what would block the maintenance of some nodes, found before any is touched.
+
+Three lists for all the nodes at once (nodes, pods, PodDisruptionBudgets), then one
+server-side dry-run eviction (``dryRun=All``, nothing is written) per pod to evict, in
+parallel. Each node's pods are sorted by the drain's own filters (``pod_filters``), so the
+pre-flight and the drain agree on every pod. A node is ``no-go`` when its drain would not
+finish by itself: a pod guarded by a drain option that is off, a PodDisruptionBudget that
+can never allow the eviction, or replacement pods that would find no room while the node
+and the others of its batch (``concurrency`` nodes, in the order given, as the role's
+``serial`` batches go) are out. A budget that refuses only for now makes it ``warn``: the
+drain waits for it. Each batch's capacity is judged from the cluster as it is now.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import budgets
+from .client import Client
+from .drain import pod_path
+from .drain_tracking import MULTIPLE_PDBS
+from .errors import ApiError, InputError, NotFound, TooManyRequests
+from .placement import NodeRoom, Placement, node_room, place, show_requests, unjudged
+from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
+
+GO, WARN, NO_GO = "go", "warn", "no-go"
+ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
+PAGE = 500
+ATTEMPTS = 3
+RETRY_DELAY = 0.5
+_NAMED_BUDGET = re.compile(r"disruption budget (\S+) needs")
+
+Obj = Dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PreflightOptions:
+    nodes: Tuple[str, ...]
+    concurrency: int = 1
+    force: bool = True
+    delete_emptydir_data: bool = True
+    ignore_daemonsets: bool = True
+    pod_selector: str = ""
+    disable_eviction: bool = False
+    skip_wait_for_delete_timeout: int = 0
+    parallelism: int = 32
+
+    @classmethod
+    def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
+        names = [f for f in cls.__dataclass_fields__ if f != "nodes" and params.get(f) is not None]
+        return cls(nodes=tuple(params.get("nodes") or ()), **{f: params[f] for f in names})
+
+    def selection(self, now: Optional[float] = None) -> SelectionOptions:
+        return SelectionOptions(force=self.force, delete_emptydir_data=self.delete_emptydir_data,
+                                ignore_daemonsets=self.ignore_daemonsets, pod_selector=self.pod_selector or "",
+                                skip_wait_for_delete_timeout=self.skip_wait_for_delete_timeout,
+                                disable_eviction=self.disable_eviction, now=now)
+
+    def validate(self) -> None:
+        problems = []
+        if not self.nodes or not all(isinstance(n, str) and n for n in self.nodes):
+            problems.append("nodes must be a non-empty list of node names")
+        elif len(set(self.nodes)) != len(self.nodes):
+            twice = sorted({n for n in self.nodes if self.nodes.count(n) > 1})
+            problems.append("nodes lists a node twice: " + ", ".join(twice))
+        if self.concurrency < 1:
+            problems.append(f"concurrency must be 1 or more, got {self.concurrency}")
+        if not 1 <= self.parallelism <= 500:
+            problems.append(f"parallelism must be between 1 and 500, got {self.parallelism}")
+        if self.skip_wait_for_delete_timeout < 0:
+            problems.append(f"skip_wait_for_delete_timeout must be 0 or more, got {self.skip_wait_for_delete_timeout}")
+        if problems:
+            raise InputError("; ".join(problems))
+        self.selection()  # a malformed pod_selector raises here, before any request
+
+
+# -- reading the cluster: three lists for every node ------------------------------------------
+def list_all(client: Client, path: str) -> List[Obj]:
+    items: List[Obj] = []
+    token = None
+    while True:
+        page = client.get(path, {"limit": PAGE, "continue": token})
+        items += page.get("items", [])
+        token = page.get("metadata", {}).get("continue")
+        if not token:
+            return items
+
+
+@dataclass
+class Snapshot:
+    nodes: Dict[str, Obj]
+    pods_by_node: Dict[str, List[Obj]]
+    budgets: budgets.Budgets
+
+    @classmethod
+    def read(cls, client: Client) -> Snapshot:
+        nodes = {n["metadata"]["name"]: n for n in list_all(client, "/api/v1/nodes")}
+        pods = list_all(client, "/api/v1/pods")
+        by_node: Dict[str, List[Obj]] = {}
+        for pod in pods:
+            by_node.setdefault(pod.get("spec", {}).get("nodeName") or "", []).append(pod)
+        return cls(nodes, by_node, budgets.Budgets(list_all(client, "/apis/policy/v1/poddisruptionbudgets"), pods))
+
+    def rooms(self) -> List[NodeRoom]:
+        return [node_room(node, self.pods_by_node.get(name, [])) for name, node in sorted(self.nodes.items())]
+
+
+# -- dry-run evictions -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DryRun:
+    answer: str  # ALLOWED, REFUSED, FAILED, GONE
+    status: int = 0
+    message: str = ""
+    causes: Tuple[str, ...] = ()  # the server's causes (names the budget when it refuses)
+
+
+def _refused_by_budget(exc: TooManyRequests) -> bool:
+    """A budget's 429 says so; the API server's own throttling answers 429 too."""
+    causes = (exc.body.get("details") or {}).get("causes") or []
+    return any(c.get("reason") == "DisruptionBudget" for c in causes) or "disruption budget" in exc.server_message
+
+
+def dry_run_eviction(client: Client, plan: PodPlan, attempts: int = ATTEMPTS) -> DryRun:
+    body = {"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": plan.name, "namespace": plan.namespace},
+            "deleteOptions": {"dryRun": ["All"], "preconditions": {"uid": plan.uid}}}
+    for attempt in range(1, attempts + 1):
+        try:
+            client.post(pod_path(plan) + "/eviction", body, {"dryRun": "All"})
+            return DryRun(ALLOWED, 201)
+        except TooManyRequests as exc:
+            if _refused_by_budget(exc) or attempt == attempts:
+                causes = tuple(c.get("message", "") for c in (exc.body.get("details") or {}).get("causes") or [])
+                return DryRun(REFUSED if _refused_by_budget(exc) else FAILED, 429, exc.server_message, causes)
+        except NotFound as exc:
+            return DryRun(GONE, 404, exc.server_message)
+        except ApiError as exc:
+            transient = exc.status in (0, 409) or (exc.status >= 500 and MULTIPLE_PDBS not in exc.server_message)
+            if not transient or attempt == attempts:
+                return DryRun(FAILED, exc.status, exc.server_message or exc.message)
+        time.sleep(RETRY_DELAY * attempt)  # throttled or a passing server error: ask again, a little later
+    return DryRun(FAILED, 0, "no answer")  # attempts < 1
+
+
+def dry_run_all(client: Client, plans: List[PodPlan], parallelism: int) -> Dict[str, DryRun]:
+    if not plans:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(parallelism, len(plans)), thread_name_prefix="nmo-preflight") as pool:
+        answers = pool.map(lambda p: dry_run_eviction(client, p), plans)
+        return {p.key: a for p, a in zip(plans, answers)}
+
+
+# -- one node's report -------------------------------------------------------------------------
+@dataclass
+class NodeReport:
+    node: str
+    found: bool = True
+    plans: List[PodPlan] = field(default_factory=list)
+    evictions: List[Dict[str, Any]] = field(default_factory=list)
+    budgets: Dict[str, budgets.BudgetView] = field(default_factory=dict)
+    blockers: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)
+    batch: List[str] = field(default_factory=list)
+    placements: List[Placement] = field(default_factory=list)
+
+    def of(self, action: str) -> List[PodPlan]:
+        return [p for p in self.plans if p.action == action]
+
+    @property
+    def verdict(self) -> str:
+        return NO_GO if self.blockers else WARN if self.warnings else GO
+
+    def line(self) -> str:
+        evict, delete = len(self.of(EVICT)), len(self.of(DELETE))
+        if not self.found:
+            return self.blockers[0]
+        counts = f"{evict} to evict" + (f", {delete} to delete" if delete else "")
+        if self.blockers:
+            more = f" (+{len(self.blockers) - 1} more)" if len(self.blockers) > 1 else ""
+            return f"{counts}; {self.blockers[0]}{more}"
+        if self.warnings:
+            more = f" (+{len(self.warnings) - 1} more)" if len(self.warnings) > 1 else ""
+            return f"{counts}; {self.warnings[0]}{more}"
+        placed = [p for p in self.placements if p.node]
+        where = f"; {len(placed)} replacement(s) fit elsewhere" if placed else ""
+        return f"{counts}{', all allowed now' if evict else ''}{where}"
+
+    def as_dict(self) -> Dict[str, Any]:
+        pending = [p.brief() for p in self.placements if not p.node]
+        needed: Dict[str, int] = {}
+        for p in self.placements:
+            for k, v in p.requests.items():
+                needed[k] = needed.get(k, 0) + v
+        return {
+            "node": self.node, "found": self.found, "verdict": self.verdict, "summary": self.line(),
+            "blockers": self.blockers, "warnings": self.warnings,
+            "to_evict": self.evictions, "to_delete": [p.brief() for p in self.of(DELETE)],
+            "to_wait": [p.brief() for p in self.of(WAIT)], "skipped_pods": [p.brief() for p in self.of(SKIP)],
+            "refused": [p.brief() for p in self.of(REFUSE)],
+            "pdbs": [self.budgets[k].brief() for k in sorted(self.budgets)],
+            "capacity": {"batch": self.batch, "replacements": len(self.placements),
+                         "requests": show_requests(needed) + f", pods {needed.get('pods', 0)}",
+                         "fits": not pending, "pending": pending,
+                         "placed": [p.brief() for p in self.placements if p.node]},
+        }
+
+
+def judge_options(report: NodeReport) -> None:
+    for plan in report.of(REFUSE):
+        allow = " and ".join(f"{o}=true" for o in plan.options)
+        report.blockers.append(f"{plan.key} needs {allow}: {plan.reason}")
+
+
+def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, known: budgets.Budgets) -> None:
+    guarding = known.guarding(pod)
+    views = [known.view(b) for b in guarding]
+    for v in views:
+        report.budgets[f"{v.namespace}/{v.name}"] = v
+    names = ", ".join(f"{v.namespace}/{v.name}" for v in views) or "none found"
+    entry = {**plan.brief(), "dry_run": answer.answer, "pdbs": [f"{v.namespace}/{v.name}" for v in views]}
+    if answer.answer != ALLOWED:
+        entry["message"] = " ".join((answer.message,) + answer.causes).strip()
+    report.evictions.append(entry)
+    if answer.answer == REFUSED:
+        named = {m.group(1) for m in map(_NAMED_BUDGET.search, answer.causes + (answer.message,)) if m}
+        refusing = [v for v in views if v.name in named] or views  # the server names it; else every match
+        never = [v for v in refusing if v.never]
+        names = ", ".join(f"{v.namespace}/{v.name}" for v in refusing) or names
+        if never:
+            v = never[0]
+            report.blockers.append(f"{plan.key} is refused by PDB {v.namespace}/{v.name}, which can never allow it: "
+                                   f"{v.never}")
+        else:
+            report.warnings.append(f"{plan.key} is refused now by PDB {names} (the drain waits for it): "
+                                   f"{entry['message']}")
+    elif answer.answer == FAILED:
+        report.blockers.append(f"{plan.key}: the dry-run eviction failed with {answer.status}: {answer.message}")
+
+
+def needs_room(plan: PodPlan, pod: Obj) -> bool:
+    """A replacement will be created for it: evicted or deleted while running, with a controller."""
+    ref = controller_of(pod)
+    return plan.action in (EVICT, DELETE) and not is_finished(pod) and ref is not None and ref.get("kind") != "DaemonSet"
+
+
+def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Snapshot, concurrency: int) -> None:
+    found = [r for r in reports if r.found]
+    rooms = snapshot.rooms()
+    for start in range(0, len(found), concurrency):
+        batch = found[start:start + concurrency]
+        out = {r.node for r in batch}
+        movers = [(r, pods[p.key]) for r in batch for p in r.plans if needs_room(p, pods[p.key])]
+        placements = place([mover[1] for mover in movers], [room.copy() for room in rooms], out)
+        by_key = {f"{pl.namespace}/{pl.name}": pl for pl in placements}
+        for r in batch:
+            r.batch = sorted(out)
+        for r, pod in movers:
+            pl = by_key[f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"]
+            r.placements.append(pl)
+            if not pl.node:
+                r.blockers.append(f"{pl.namespace}/{pl.name} would stay Pending ({show_requests(pl.requests)}): "
+                                  f"{pl.reason}")
+            notes = unjudged(pod)
+            if notes:
+                r.warnings.append(f"{pl.namespace}/{pl.name} has {' and '.join(notes)}, not judged by the "
+                                  "capacity check")
+
+
+def table(reports: List[NodeReport]) -> List[str]:
+    width = max([len("node")] + [len(r.node) for r in reports])
+    lines = [f"{'node':<{width}}  {'verdict':<7}  why"]
+    lines += [f"{r.node:<{width}}  {r.verdict:<7}  {r.line()}" for r in reports]
+    return lines
+
+
+def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
+    started, first_request = time.monotonic(), client.requests
+    opts.validate()
+    snapshot = Snapshot.read(client)
+    selection = opts.selection(time.time())
+    reports: List[NodeReport] = []
+    pods: Dict[str, Obj] = {}
+    for name in opts.nodes:
+        report = NodeReport(name)
+        reports.append(report)
+        if name not in snapshot.nodes:
+            report.found = False
+            report.blockers.append(f"node {name!r} not found in cluster")
+            continue
+        for pod in snapshot.pods_by_node.get(name, []):
+            plan = classify(pod, selection)
+            report.plans.append(plan)
+            pods[plan.key] = pod
+        judge_options(report)
+    answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT)], opts.parallelism)
+    for report in reports:
+        for plan in report.of(EVICT):
+            judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets)
+    judge_capacity(reports, pods, snapshot, opts.concurrency)
+    blocked = [r.node for r in reports if r.verdict == NO_GO]
+    summary = (f"no-go: {len(blocked)} of {len(reports)} node(s) blocked: {', '.join(blocked)}" if blocked
+               else f"go: none of {len(reports)} node(s) is blocked")
+    return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
+            "table": table(reports), "nodes": [r.as_dict() for r in reports],
+            "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request}

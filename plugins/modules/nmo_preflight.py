@@ -1,0 +1,171 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_preflight
+short_description: Find what would block the maintenance of nodes, before any node is touched
+version_added: "0.1.0"
+description:
+  - Read-only. For each node of O(nodes), tells whether its maintenance would go through, and why not.
+    Writes nothing, not even an event.
+  - The pods of each node are sorted exactly as M(nmo.maintenance.nmo_drain) sorts them, with the same
+    options, as to evict, to delete, already terminating, skipped (with why), or refused because a drain
+    option is off (naming the option that would allow them).
+  - Every pod to evict gets a server-side dry-run eviction (C(dryRun=All) on the C(pods/eviction)
+    subresource, run in parallel), answered allowed now, or refused with the server's message and the
+    PodDisruptionBudget named.
+  - A PodDisruptionBudget that refuses and can never allow an eviction without outside help
+    (C(minAvailable) as large as the number of pods it selects, as for a VM alone behind
+    C(minAvailable 1); C(maxUnavailable 0); a percentage that rounds to no disruption; a budget the
+    disruption controller cannot compute) is a blocker. One that only allows no disruption right now is
+    a warning, since the drain waits for it.
+  - Capacity, judged without the scheduler. The nodes are taken O(concurrency) at a time, in the order
+    given (the role's batches). While a batch is out, the replacements of its evicted pods (pods with a
+    controller other than a DaemonSet) are placed on the other nodes that stay schedulable, that is not
+    cordoned, Ready, matching the pod's node selector and required node affinity (C(matchExpressions) with C(In),
+    C(NotIn), C(Exists), C(DoesNotExist), C(Gt), C(Lt); C(matchFields) on C(metadata.name)), with every
+    C(NoSchedule) and C(NoExecute) taint tolerated, and with room for the pod's CPU, memory and pod-count
+    requests next to what is already requested there. Pods that fit nowhere would stay Pending, a blocker.
+    Pod affinity, pod anti-affinity and topology spread constraints are not judged (a warning names the
+    pods that have them). Every batch is judged against the cluster as it is now.
+  - Nodes, pods and PodDisruptionBudgets are listed once for all the nodes.
+  - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: The module never writes; it runs the same in check mode (dry-run evictions included).
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is no diff.
+options:
+  nodes:
+    description:
+      - The nodes about to be maintained, usually every host of the play, in the order the maintenance
+        takes them.
+    type: list
+    elements: str
+    required: true
+  concurrency:
+    description: How many nodes are out at once (the role's C(node_maintenance_concurrency)).
+    type: int
+    default: 1
+  force:
+    description: As M(nmo.maintenance.nmo_drain)'s; when false, pods that no controller manages are refused.
+    type: bool
+    default: true
+  delete_emptydir_data:
+    description: As M(nmo.maintenance.nmo_drain)'s; when false, pods with C(emptyDir) volumes are refused.
+    type: bool
+    default: true
+  ignore_daemonsets:
+    description: As M(nmo.maintenance.nmo_drain)'s; when false, DaemonSet pods are refused.
+    type: bool
+    default: true
+  pod_selector:
+    description: As M(nmo.maintenance.nmo_drain)'s; only pods matching this label selector are considered.
+    type: str
+  disable_eviction:
+    description: As M(nmo.maintenance.nmo_drain)'s; pods would be deleted, so no PodDisruptionBudget is consulted.
+    type: bool
+    default: false
+  skip_wait_for_delete_timeout:
+    description: As M(nmo.maintenance.nmo_drain)'s.
+    type: int
+    default: 0
+  parallelism:
+    description: At most this many dry-run eviction requests at a time.
+    type: int
+    default: 32
+"""
+
+EXAMPLES = r"""
+- name: What would block the maintenance of the play's nodes
+  nmo.maintenance.nmo_preflight:
+    nodes: "{{ ansible_play_hosts_all }}"
+  delegate_to: localhost
+  run_once: true
+  register: preflight
+
+- name: Show one line per node
+  ansible.builtin.debug:
+    msg: "{{ preflight.table }}"
+  run_once: true
+
+- name: Stop when a node is blocked
+  ansible.builtin.fail:
+    msg: "{{ preflight.summary }}"
+  when: not preflight.go
+  run_once: true
+"""
+
+RETURN = r"""
+go:
+  description: True when no node is V(no-go).
+  returned: always
+  type: bool
+summary:
+  description: One line for all the nodes, naming the blocked ones.
+  returned: always
+  type: str
+blocked:
+  description: Names of the V(no-go) nodes.
+  returned: always
+  type: list
+  elements: str
+table:
+  description: A header line, then one line per node with its verdict and the first reason.
+  returned: always
+  type: list
+  elements: str
+nodes:
+  description:
+    - One entry per node, in the order given, with C(node), C(found), C(verdict) (V(go), V(warn), V(no-go)),
+      C(summary) (the node's line), C(blockers) and C(warnings) (sentences).
+    - C(to_evict) (each with C(dry_run) V(allowed), V(refused), V(error) or V(gone), C(message), C(pdbs)),
+      C(to_delete), C(to_wait), C(skipped_pods), C(refused) (with C(options)).
+    - C(pdbs), the budgets guarding pods to evict (C(budget), C(selected_pods), C(disruptions_allowed),
+      C(never_allows), C(why)).
+    - C(capacity) (C(batch), C(replacements), C(requests), C(fits), C(pending) with C(reason), C(placed)
+      with the C(node) each replacement would likely go to).
+  returned: always
+  type: list
+  elements: dict
+elapsed:
+  description: Seconds the pre-flight took.
+  returned: always
+  type: float
+api_requests:
+  description: Requests made to the API server (three lists, one dry-run eviction per pod to evict).
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import PreflightOptions, preflight
+
+
+def core(client, params, check_mode):
+    return preflight(client, PreflightOptions.from_params(params))
+
+
+def main():
+    run({"nodes": {"type": "list", "elements": "str", "required": True},
+         "concurrency": {"type": "int", "default": 1},
+         "force": {"type": "bool", "default": True},
+         "delete_emptydir_data": {"type": "bool", "default": True},
+         "ignore_daemonsets": {"type": "bool", "default": True},
+         "pod_selector": {"type": "str"},
+         "disable_eviction": {"type": "bool", "default": False},
+         "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
+         "parallelism": {"type": "int", "default": 32}},
+        core, pool_size=lambda p: max(int(p["parallelism"] or 1), 1) + 2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Pure logic of the pre-flight: options, verdicts from dry-run answers, capacity per batch, the table."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import budgets
+from ansible_collections.nmo.maintenance.plugins.module_utils import preflight as pf
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, api_error
+from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import SelectionOptions, classify
+
+REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def node(name: str, cpu: str = "4", labels: Optional[Dict[str, str]] = None, unschedulable: bool = False) -> Dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"pool": "w", **(labels or {})}},
+            "spec": {"unschedulable": unschedulable},
+            "status": {"allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
+                       "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def pod(name: str, on: str, cpu: str = "1", owner: Optional[str] = "ReplicaSet",
+        labels: Optional[Dict[str, str]] = None, **spec: Any) -> Dict[str, Any]:
+    meta: Dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels or {"app": name}}
+    if owner:
+        meta["ownerReferences"] = [{"kind": owner, "name": f"{name}-rs", "controller": True}]
+    return {"metadata": meta, "status": {"phase": "Running"},
+            "spec": {"nodeName": on, "nodeSelector": {"pool": "w"},
+                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}], **spec}}
+
+
+def pdb(name: str, app: str, **spec: Any) -> Dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "generation": 1},
+            "spec": {"selector": {"matchLabels": {"app": app}}, **spec},
+            "status": {"observedGeneration": 1, "disruptionsAllowed": 0}}
+
+
+def snapshot(nodes: List[Dict[str, Any]], pods: List[Dict[str, Any]], pdbs: Optional[List[Dict[str, Any]]] = None
+             ) -> pf.Snapshot:
+    by_node: Dict[str, List[Dict[str, Any]]] = {}
+    for p in pods:
+        by_node.setdefault(p["spec"]["nodeName"], []).append(p)
+    return pf.Snapshot({n["metadata"]["name"]: n for n in nodes}, by_node, budgets.Budgets(pdbs or [], pods))
+
+
+def reports_for(snap: pf.Snapshot, names: List[str], **selection: Any) -> tuple:
+    reports, pods = [], {}
+    for name in names:
+        r = pf.NodeReport(name)
+        for p in snap.pods_by_node.get(name, []):
+            plan = classify(p, SelectionOptions(**selection))
+            r.plans.append(plan)
+            pods[plan.key] = p
+        reports.append(r)
+    return reports, pods
+
+
+# -- options ------------------------------------------------------------------------------------
+def test_options_take_the_drains_names_and_defaults() -> None:
+    opts = pf.PreflightOptions.from_params({"nodes": ["a", "b"], "force": False, "pod_selector": None})
+    assert opts.nodes == ("a", "b") and not opts.force and opts.delete_emptydir_data and opts.concurrency == 1
+
+
+@pytest.mark.parametrize("params,message", [
+    ({"nodes": []}, "non-empty list"),
+    ({"nodes": ["a", "a"]}, "lists a node twice: a"),
+    ({"nodes": ["a"], "concurrency": 0}, "concurrency must be 1 or more"),
+    ({"nodes": ["a"], "parallelism": 0}, "parallelism"),
+    ({"nodes": ["a"], "pod_selector": "app in (a"}, "pod_selector"),
+])
+def test_bad_options_fail_before_any_request(params: Dict[str, Any], message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        pf.PreflightOptions.from_params(params).validate()
+
+
+# -- pods guarded by options and budgets ----------------------------------------------------------
+def test_a_pod_guarded_by_an_option_that_is_off_is_a_blocker_naming_the_option() -> None:
+    snap = snapshot([node("n1")], [pod("lonely", "n1", owner=None)])
+    [r], _ = reports_for(snap, ["n1"], force=False)
+    pf.judge_options(r)
+    assert r.verdict == pf.NO_GO
+    assert r.blockers == ["ns/lonely needs force=true: no controller would recreate it"]
+    assert r.as_dict()["refused"][0]["options"] == ["force"]
+
+
+def judged(answer: pf.DryRun, pdbs: List[Dict[str, Any]], pods: Optional[List[Dict[str, Any]]] = None) -> pf.NodeReport:
+    pods = pods or [pod("vm", "n1", owner=None)]
+    snap = snapshot([node("n1")], pods, pdbs)
+    [r], by_key = reports_for(snap, ["n1"])
+    plan = r.plans[0]
+    pf.judge_eviction(r, plan, by_key[plan.key], answer, snap.budgets)
+    return r
+
+
+def test_a_refusal_by_a_budget_that_never_allows_is_a_blocker_naming_pod_and_budget() -> None:
+    r = judged(pf.DryRun(pf.REFUSED, 429, REFUSAL), [pdb("vm-budget", "vm", minAvailable=1)])
+    assert r.verdict == pf.NO_GO
+    assert r.blockers[0].startswith("ns/vm is refused by PDB ns/vm-budget, which can never allow it: minAvailable 1")
+    assert r.evictions[0]["dry_run"] == "refused" and r.evictions[0]["pdbs"] == ["ns/vm-budget"]
+    assert r.as_dict()["pdbs"][0]["never_allows"] is True
+
+
+def test_a_refusal_for_now_only_warns() -> None:
+    pods = [pod("web-1", "n1", labels={"app": "web"}), pod("web-2", "n2", labels={"app": "web"})]
+    r = judged(pf.DryRun(pf.REFUSED, 429, REFUSAL), [pdb("web", "web", maxUnavailable=1)], pods)
+    assert r.verdict == pf.WARN and not r.blockers
+    assert r.warnings[0].startswith("ns/web-1 is refused now by PDB ns/web (the drain waits for it)")
+
+
+def test_the_budget_the_server_names_is_the_one_reported() -> None:
+    pods = [pod("a", "n1", labels={"app": "a", "tier": "t"})]
+    cause = ("The disruption budget strict needs 1 healthy pods and has 1 currently",)
+    r = judged(pf.DryRun(pf.REFUSED, 429, REFUSAL, cause),
+               [pdb("loose", "a", maxUnavailable=1), {**pdb("strict", "x", minAvailable=1),
+                                                     "spec": {"selector": {"matchLabels": {"tier": "t"}},
+                                                              "minAvailable": 1}}], pods)
+    assert "PDB ns/strict" in r.blockers[0] and "loose" not in r.blockers[0]
+    assert cause[0] in r.evictions[0]["message"]
+
+
+def test_an_allowed_eviction_adds_nothing_and_a_failed_one_blocks() -> None:
+    assert judged(pf.DryRun(pf.ALLOWED, 201), []).verdict == pf.GO
+    r = judged(pf.DryRun(pf.FAILED, 500, "This pod has more than one PodDisruptionBudget"), [])
+    assert r.blockers == ["ns/vm: the dry-run eviction failed with 500: This pod has more than one PodDisruptionBudget"]
+
+
+# -- capacity, batch by batch ---------------------------------------------------------------------
+def test_replacements_fit_on_the_nodes_left_and_unmanaged_pods_need_no_room() -> None:
+    snap = snapshot([node("n1"), node("n2"), node("n3")],
+                    [pod("a", "n1", cpu="3"), pod("solo", "n1", owner=None, cpu="3"), pod("b", "n2", cpu="3")])
+    reports, pods = reports_for(snap, ["n1", "n2"])
+    pf.judge_capacity(reports, pods, snap, concurrency=1)
+    cap1 = reports[0].as_dict()["capacity"]
+    assert (cap1["batch"], cap1["replacements"], cap1["fits"]) == (["n1"], 1, True)
+    assert cap1["placed"][0]["node"] == "n3"  # n2 has 1 cpu left
+    assert reports[1].as_dict()["capacity"]["placed"][0]["node"] == "n3"  # each batch from the cluster as it is
+
+
+def test_with_concurrency_the_batch_is_out_together_and_what_does_not_fit_stays_pending() -> None:
+    snap = snapshot([node("n1"), node("n2"), node("n3", cpu="3"), node("other", labels={"pool": "x"})],
+                    [pod("a", "n1", cpu="2"), pod("b", "n2", cpu="2"), pod("c", "n3", cpu="1")])
+    reports, pods = reports_for(snap, ["n1", "n2", "n3"])
+    pf.judge_capacity(reports, pods, snap, concurrency=2)
+    assert reports[0].as_dict()["capacity"]["batch"] == ["n1", "n2"]
+    pending = [p for r in reports[:2] for p in r.as_dict()["capacity"]["pending"]]
+    assert len(pending) == 1  # n3 has room for one of the two 2-cpu pods
+    blocked = next(r for r in reports[:2] if r.blockers)
+    assert "would stay Pending (cpu 2, memory 1Gi): 0/4 nodes can take it:" in blocked.blockers[0]
+    assert "2 out for maintenance at the same time" in blocked.blockers[0]
+    assert "1 do not match its node selector or affinity" in blocked.blockers[0]
+    assert reports[2].as_dict()["capacity"]["fits"] is True
+
+
+def test_cordoned_nodes_are_no_home() -> None:
+    snap = snapshot([node("n1"), node("n2", unschedulable=True)], [pod("a", "n1")])
+    reports, pods = reports_for(snap, ["n1"])
+    pf.judge_capacity(reports, pods, snap, concurrency=1)
+    assert "1 cordoned" in reports[0].blockers[0]
+
+
+# -- lines ----------------------------------------------------------------------------------------
+def test_one_line_per_node_with_verdict_and_first_reason() -> None:
+    ok = pf.NodeReport("node-a")
+    missing = pf.NodeReport("node-long-name", found=False, blockers=["node 'node-long-name' not found in cluster"])
+    lines = pf.table([ok, missing])
+    assert lines[0].split() == ["node", "verdict", "why"]
+    assert lines[1] == "node-a          go       0 to evict"
+    assert lines[2] == "node-long-name  no-go    node 'node-long-name' not found in cluster"
+    two = pf.NodeReport("n", blockers=["first", "second"])
+    assert two.line() == "0 to evict; first (+1 more)"
+
+
+def test_a_budgets_429_is_told_from_the_api_servers_throttling() -> None:
+    budget = api_error(429, "TooManyRequests", REFUSAL, body={"details": {"causes": [
+        {"reason": "DisruptionBudget", "message": "The disruption budget b needs 1 healthy pods and has 1 currently"}]}})
+    throttled = api_error(429, "TooManyRequests", "Too many requests, please try again later.")
+    assert pf._refused_by_budget(budget) and not pf._refused_by_budget(throttled)

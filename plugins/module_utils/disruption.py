@@ -169,7 +169,7 @@ class Reporter:
         self.recorder.record(self.involved, blocked.reason, blocked.event_message)
         if self.nm is not None:
             count = int((self.nm.get("status") or {}).get("errorOnLeaseCount") or 0) + 1
-            self.nm, _ = maintenance.update_status(self.client, self.nm, {
+            self.nm, _changed = maintenance.update_status(self.client, self.nm, {
                 "phase": "Pending", "lastError": blocked.message, "errorOnLeaseCount": count}, self.check_mode)
 
     def acquired(self, outcome: Acquired) -> None:
@@ -180,7 +180,7 @@ class Reporter:
                                  + (f" and {outcome.slot.name}" if outcome.slot.name else ""))
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and status.get("errorOnLeaseCount"):
-            self.nm, _ = maintenance.update_status(self.client, self.nm, {"errorOnLeaseCount": 0, "lastError": ""},
+            self.nm, _changed = maintenance.update_status(self.client, self.nm, {"errorOnLeaseCount": 0, "lastError": ""},
                                                    self.check_mode)
 
 

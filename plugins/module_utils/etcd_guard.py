@@ -142,11 +142,11 @@ def openshift_verdict(node: str, pdbs: List[Obj], pods: Iterable[Obj], pending: 
                        **counts)
     own = [p for p in guards if pod_node(p) == node]
     if not own:
-        return Verdict(True, "openshift", f"no etcd guard pod on node {node}: it is already disrupted "
-                                           "or not an etcd member", **counts)
+        why = f"no etcd guard pod on node {node}: it is already disrupted or not an etcd member"
+        return Verdict(True, "openshift", why, **counts)
     if not any(pod_ready(p, unknown_is_ready=True) for p in own):
-        return Verdict(True, "openshift", f"the etcd guard pod of node {node} is already not Ready: "
-                                           "the node is already disrupted", **counts)
+        why = f"the etcd guard pod of node {node} is already not Ready: the node is already disrupted"
+        return Verdict(True, "openshift", why, **counts)
     why = f"PodDisruptionBudget {namespace}/{name} allows {allowed} disruption(s)"
     if about_to_go:
         why += f" and nodes {', '.join(about_to_go)} are going into maintenance"

@@ -296,7 +296,7 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
     """Create, renew or take over the node's lease; BLOCKED when someone else validly holds it."""
     name = node_lease_name(node["metadata"]["name"])
     owner = owner_reference(node)
-    for _ in range(MAX_ATTEMPTS):
+    for _attempt in range(MAX_ATTEMPTS):
         current = read(client, namespace, name)
         now = utcnow()
         action, reset_acquire = plan(current, identity, now, duration)
@@ -322,7 +322,7 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
     """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others)."""
     node_name = node["metadata"]["name"]
     owner = owner_reference(node)
-    for _ in range(MAX_ATTEMPTS):
+    for _attempt in range(MAX_ATTEMPTS):
         now = utcnow()
         slot_plan = plan_slot(slots_of(list_leases(client, namespace), prefix), node_name, prefix, concurrency, now)
         if slot_plan.blocked:
@@ -351,7 +351,7 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
 def release(client: Client, namespace: str, name: str, identity: str, check_mode: bool = False
             ) -> Tuple[str, Optional[Lease]]:
     """Delete the lease when ``identity`` holds it. Returns (deleted|absent|held_by_other, lease)."""
-    for _ in range(MAX_ATTEMPTS):
+    for _attempt in range(MAX_ATTEMPTS):
         current = read(client, namespace, name)
         if current is None:
             return "absent", None

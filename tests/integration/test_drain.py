@@ -27,7 +27,7 @@ PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget.
 # -- helpers --------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def crd_installed(cluster: Any) -> None:
-    for _ in range(3):
+    for _attempt in range(3):
         try:
             crd.ensure(cluster.client)
             return
@@ -46,9 +46,9 @@ def core_drain(cluster: Any, **params: Any) -> Dict[str, Any]:
 
 def start_maintenance(cluster: Any, world: Any, node: str) -> Dict[str, Any]:
     """What the role does before a drain: the NodeMaintenance, cordon, phase Running."""
-    nm, _ = maintenance.ensure(cluster.client, node, reason="test drain", name=f"maintenance-{node}")
+    nm, _changed = maintenance.ensure(cluster.client, node, reason="test drain", name=f"maintenance-{node}")
     world.cordon(node)
-    nm, _ = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
+    nm, _changed = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
     return nm
 
 
@@ -214,7 +214,7 @@ def test_chapter4_pdb_blocks_one_pod_until_relaxed(cluster, world, crd_installed
     assert status["phase"] == "Succeeded" and status["drainProgress"] == 100 and status["lastError"] == ""
     # One DrainError per pod and message, however many retries.
     assert len([e for e in events_of(cluster, name) if e["reason"] == "DrainError"]) == 1
-    progress = [obj["status"]["drainProgress"] for _, obj in nm_watch.drain_events(1)
+    progress = [obj["status"]["drainProgress"] for _etype, obj in nm_watch.drain_events(1)
                 if "drainProgress" in obj.get("status", {})]
     nm_watch.close()
     assert progress == sorted(progress) and progress[-1] == 100 and 75 in progress, progress
@@ -373,7 +373,7 @@ def test_check_mode_evicts_nothing_and_says_what_it_would_do(cluster, world, crd
         world.deployment("web", 2)
     world.pod("loner", node=a)
     world.pod("job-done", node=a, phase="Succeeded")
-    nm, _ = maintenance.ensure(cluster.client, a, name=f"maintenance-{a}")
+    nm, _changed = maintenance.ensure(cluster.client, a, name=f"maintenance-{a}")
     before = {p["metadata"]["uid"] for p in pods_on(world, a)}
 
     result = run_module("nmo_drain", {"node": a, "maintenance": nm["metadata"]["name"]}, cluster.kubeconfig,

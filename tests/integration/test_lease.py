@@ -111,16 +111,15 @@ def holding_tasks(node_args: Dict[str, Any], release_file: Path, timeout: int = 
     return [
         {"name": "acquire", "nmo.maintenance.nmo_lease": {**node_args, "wait": True, "timeout": timeout}},
         {"name": "hold", "ansible.builtin.wait_for": {"path": str(release_file), "timeout": timeout}},
-        {"name": "release", "nmo.maintenance.nmo_lease": {**{k: v for k, v in node_args.items()
-                                                              if k in ("node", "slot_prefix")},
-                                                           "state": "released"}},
+        {"name": "release", "nmo.maintenance.nmo_lease": {
+            **{k: v for k, v in node_args.items() if k in ("node", "slot_prefix")}, "state": "released"}},
     ]
 
 
 # -- a worker: the wire, check mode, release ---------------------------------------------------
 def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster, world):
     node = world.add_nodes(workers=1)[0]
-    nm, _ = maintenance.ensure(cluster.client, node)
+    nm, _changed = maintenance.ensure(cluster.client, node)
     c = cluster.client
 
     dry = run_module("nmo_lease", args(world, node), cluster.kubeconfig, check=True, diff=True)
@@ -221,7 +220,7 @@ def test_two_runs_with_concurrency_two_both_proceed(cluster, world, tmp_path):
 # -- a lease held by Node Health Check ---------------------------------------------------------
 def test_valid_foreign_lease_blocks_naming_the_holder(cluster, world):
     node = world.add_nodes(workers=1)[0]
-    nm, _ = maintenance.ensure(cluster.client, node)
+    nm, _changed = maintenance.ensure(cluster.client, node)
     foreign_lease(cluster.client, node, "NodeHealthCheck-x")
 
     res = run_module("nmo_lease", args(world, node), cluster.kubeconfig)
@@ -256,7 +255,7 @@ def test_expired_foreign_lease_is_taken_over(cluster, world):
 
 def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tmp_path):
     node = world.add_nodes(workers=1)[0]
-    nm, _ = maintenance.ensure(cluster.client, node)
+    nm, _changed = maintenance.ensure(cluster.client, node)
     name = nm["metadata"]["name"]
     foreign_lease(cluster.client, node, "NodeHealthCheck-x", duration=600)
     run = Background(tmp_path, "waiting", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
@@ -324,7 +323,7 @@ def test_release_never_deletes_a_lease_held_by_someone_else(cluster, world):
 def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world, tmp_path):
     cp = world.add_nodes(control_planes=3)
     world.etcd_members(ready={cp[0]: False})
-    nm, _ = maintenance.ensure(cluster.client, cp[1])
+    nm, _changed = maintenance.ensure(cluster.client, cp[1])
     name = nm["metadata"]["name"]
     message = f"etcd quorum is not maintained when node {cp[1]} is remediated"
 
@@ -359,7 +358,7 @@ def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world
 def test_single_control_plane_is_refused(cluster, world):
     cp = world.add_nodes(control_planes=1)[0]
     world.etcd_members()
-    nm, _ = maintenance.ensure(cluster.client, cp)
+    nm, _changed = maintenance.ensure(cluster.client, cp)
     res = run_module("nmo_lease", args(world, cp, wait=True, timeout=60), cluster.kubeconfig)
     assert res.get("failed") and "can never lose one" in res["msg"]  # refused, not waited for
     assert res["msg"].startswith(f"etcd quorum is not maintained when node {cp} is remediated")
@@ -395,7 +394,7 @@ def test_openshift_guard_pdb(cluster, world):
 
     world.set_pod_ready(world.namespace, f"etcd-guard-{cp[0]}", False)
     wait_for(lambda: disruptions_allowed(cluster, world) == 0, 60, "disruptionsAllowed 0")
-    nm, _ = maintenance.ensure(cluster.client, cp[1])
+    nm, _changed = maintenance.ensure(cluster.client, cp[1])
     res = run_module("nmo_lease", args(world, cp[1], **guard), cluster.kubeconfig)
     assert res.get("failed")
     assert res["msg"].startswith(f"etcd quorum is not maintained when node {cp[1]} is remediated")

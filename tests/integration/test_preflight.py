@@ -246,7 +246,7 @@ def test_cost_over_25_nodes_and_150_pods(cluster, world):
     for i in range(6):
         world.deployment(f"app-{i}", 25, requests=SMALL)
         world.pdb(f"app-{i}", f"app-{i}", max_unavailable=2)
-    pods = [p for p in world.pods(namespace=world.namespace)]
+    pods = list(world.pods(namespace=world.namespace))
     assert len(pods) == 150
     client = RecordingClient(cluster.client.configuration, pool_size=40)
     started = time.monotonic()

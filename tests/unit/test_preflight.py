@@ -78,7 +78,7 @@ def test_bad_options_fail_before_any_request(params: Dict[str, Any], message: st
 # -- pods guarded by options and budgets ----------------------------------------------------------
 def test_a_pod_guarded_by_an_option_that_is_off_is_a_blocker_naming_the_option() -> None:
     snap = snapshot([node("n1")], [pod("lonely", "n1", owner=None)])
-    [r], _ = reports_for(snap, ["n1"], force=False)
+    [r], _changed = reports_for(snap, ["n1"], force=False)
     pf.judge_options(r)
     assert r.verdict == pf.NO_GO
     assert r.blockers == ["ns/lonely needs force=true: no controller would recreate it"]
@@ -113,9 +113,9 @@ def test_the_budget_the_server_names_is_the_one_reported() -> None:
     pods = [pod("a", "n1", labels={"app": "a", "tier": "t"})]
     cause = ("The disruption budget strict needs 1 healthy pods and has 1 currently",)
     r = judged(pf.DryRun(pf.REFUSED, 429, REFUSAL, cause),
-               [pdb("loose", "a", maxUnavailable=1), {**pdb("strict", "x", minAvailable=1),
-                                                     "spec": {"selector": {"matchLabels": {"tier": "t"}},
-                                                              "minAvailable": 1}}], pods)
+               [pdb("loose", "a", maxUnavailable=1),
+                {**pdb("strict", "x", minAvailable=1),
+                 "spec": {"selector": {"matchLabels": {"tier": "t"}}, "minAvailable": 1}}], pods)
     assert "PDB ns/strict" in r.blockers[0] and "loose" not in r.blockers[0]
     assert cause[0] in r.evictions[0]["message"]
 

@@ -16,6 +16,7 @@ from .node import EXCLUDE_FROM_REMEDIATION, is_ready
 from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
 
 LEASE_NAMESPACE = "medik8s-leases"
+MARK_PREFIX = "nmo.maintenance/"  # the node annotations the role writes (a campaign's done mark)
 
 
 def _leases(client: Client) -> List[Dict[str, Any]]:
@@ -81,6 +82,8 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             "unschedulable": bool(n.get("spec", {}).get("unschedulable")),
             "excluded_from_remediation": n.get("metadata", {}).get("labels", {}).get(label_key) == "true",
             "taints": taints,
+            "annotations": {k: v for k, v in (n.get("metadata", {}).get("annotations") or {}).items()
+                            if k.startswith(MARK_PREFIX)},
             "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
             "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
             "maintenance": maintenance.summary(nm),

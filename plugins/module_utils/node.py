@@ -18,10 +18,18 @@ def marking(node: Dict[str, Any], label_key: str) -> Dict[str, Any]:
     }
 
 
+def annotation_changes(node: Dict[str, Any], wanted: Optional[Dict[str, Optional[str]]]) -> Dict[str, Optional[str]]:
+    """The annotations of ``wanted`` that differ from the node's (a None value removes one)."""
+    current = node.get("metadata", {}).get("annotations") or {}
+    return {k: v for k, v in (wanted or {}).items() if current.get(k) != v}
+
+
 def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: str, label: Optional[bool],
-         check_mode: bool = False, node: Optional[Dict[str, Any]] = None
+         check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+         annotations: Optional[Dict[str, Optional[str]]] = None
          ) -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], bool]:
-    """Set cordon and the label (None leaves one alone) in one request, only when they differ.
+    """Set cordon, the label and ``annotations`` (None leaves one alone) in one request, only
+    when they differ.
 
     Returns (before, after, node, changed).
     """
@@ -32,6 +40,9 @@ def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: st
         patch["spec"] = {"unschedulable": True if unschedulable else None}
     if label is not None and before["label"] != label:
         patch["metadata"] = {"labels": {label_key: "true" if label else None}}
+    notes = annotation_changes(node, annotations)
+    if notes:
+        patch.setdefault("metadata", {})["annotations"] = notes
     after = dict(before)
     if unschedulable is not None:
         after["unschedulable"] = unschedulable

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The demo: start the local control plane, make a world of 3 control-plane nodes and 4
+# workers with workloads behind PodDisruptionBudgets, maintain the workers one at a time,
+# then show the diagnosis of every node (examples/demo_world.py down removes the world).
+#
+#   examples/demo.sh            maintain the workers
+#   examples/demo.sh -e node_maintenance_concurrency=2    (any ansible-playbook option)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bin=$(hack/venv)
+export PATH="$bin:$PATH"
+mkdir -p .cache/collections/ansible_collections/nmo
+ln -sfn "$root" .cache/collections/ansible_collections/nmo/maintenance
+export ANSIBLE_COLLECTIONS_PATH="$root/.cache/collections"
+hack/cluster build
+hack/cluster up
+eval "$(hack/cluster env)"
+export K8S_AUTH_KUBECONFIG="$KUBECONFIG"
+python examples/demo_world.py up
+echo "== pods per node before"
+kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
+ansible-playbook -i examples/inventory.yml playbooks/maintenance.yml -l workers "$@"
+echo "== pods per node after"
+kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
+echo "== the story of node-demo-worker-02"
+kubectl get events -n default --field-selector involvedObject.name=maintenance-demo-worker-02 \
+  --sort-by=.firstTimestamp -o custom-columns=TIME:.firstTimestamp,TYPE:.type,REASON:.reason,MESSAGE:.message
+ansible-playbook playbooks/status.yml -e nmo_all=true -e nmo_nodes=node-demo-worker-01,node-demo-worker-02

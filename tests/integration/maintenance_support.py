@@ -1,0 +1,269 @@
+"""What the role's end-to-end tests share: a least-privilege user, inventories, a playbook
+run that can be watched and killed, and watchers that record the cluster over time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set
+
+import yaml
+from helpers import ansible_env
+from topology import WORLD_LABEL, pod_ready, wait_for
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOKS = ROOT / "playbooks"
+NM_API = "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances"
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/medik8s-leases/leases"
+DRAIN_TAINT = "medik8s.io/drain"
+LABEL = "remediation.medik8s.io/exclude-from-remediation"
+
+
+# -- the least-privilege user -----------------------------------------------------------------
+class RestrictedUser:
+    """A user with a client certificate from the cluster's CA, bound only to the shipped
+    ClusterRole (meta/rbac/clusterrole.yml)."""
+
+    def __init__(self, cluster: Any, directory: Path) -> None:
+        self.cluster = cluster
+        self.name = f"nmo-e2e-{uuid.uuid4().hex[:6]}"
+        self.kubeconfig = str(directory / f"{self.name}.kubeconfig")
+        self.binding = self.name
+
+    def __enter__(self) -> RestrictedUser:
+        self.cluster.kubectl("apply", "-f", str(ROOT / "meta" / "rbac" / "clusterrole.yml"))
+        subprocess.run([str(ROOT / "hack" / "user-kubeconfig"), self.name, "-", self.kubeconfig],
+                       check=True, capture_output=True, text=True)
+        self.cluster.client.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": self.binding},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nmo-maintenance"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": self.name}]})
+        wait_for(lambda: self.can("patch", "nodes"), 30, f"RBAC for {self.name} in effect")
+        return self
+
+    def can(self, verb: str, resource: str) -> bool:
+        out = self.cluster.kubectl("auth", "can-i", verb, resource, "--as", self.name, check=False)
+        return out.stdout.strip() == "yes"
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.cluster.client.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{self.binding}")
+        except Exception as error:  # already gone
+            if getattr(error, "status", None) != 404:
+                raise
+
+
+# -- inventories --------------------------------------------------------------------------------
+def slot_prefix(world: Any) -> str:
+    return f"t{world.id}-slot"
+
+
+def write_inventory(world: Any, directory: Path, **host_vars: Any) -> str:
+    """workers and control_plane groups of the world's nodes, local connection, the world's
+    own etcd pods and maintenance slots (the cluster is shared with other test runs)."""
+    inventory = {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "node_maintenance_slot_prefix": slot_prefix(world),
+                 "node_maintenance_etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}",
+                 "node_maintenance_drain_retry_delay": 1,
+                 **host_vars},
+        "children": {"workers": {"hosts": {n: None for n in world.workers}},
+                     "control_plane": {"hosts": {n: None for n in world.control_planes}}}}}
+    path = directory / f"inventory-{world.id}.yml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return str(path)
+
+
+# -- a playbook run that can be watched and killed ---------------------------------------------------
+class Run:
+    """ansible-playbook in its own process group; its output is collected line by line."""
+
+    def __init__(self, playbook: str, inventory: str, kubeconfig: str, args: Optional[List[str]] = None,
+                 extra_vars: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.record_file = Path(self._tmp.name) / "records.jsonl"
+        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(PLAYBOOKS / playbook), "-i", inventory,
+               *(args or [])]
+        if extra_vars:
+            cmd += ["-e", json.dumps(extra_vars)]
+        e = ansible_env(kubeconfig, {"NMO_RECORD_FILE": str(self.record_file), **(env or {})})
+        self.lines: List[str] = []
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=e,
+                                     cwd=str(ROOT), start_new_session=True)
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait(self) -> int:
+        rc = self.proc.wait()
+        self._reader.join()
+        return rc
+
+    def kill(self) -> None:
+        """SIGKILL to the whole process group: ansible-playbook and its workers."""
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.wait()
+
+    def records(self) -> List[Dict[str, Any]]:
+        if not self.record_file.exists():
+            return []
+        return [json.loads(line) for line in self.record_file.read_text().splitlines()]
+
+    def task(self, name: str) -> List[Dict[str, Any]]:
+        """The results of the task called ``name`` (without the role's prefix)."""
+        return [r for r in self.records() if r["task"].split(" : ")[-1] == name]
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def run(playbook: str, inventory: str, kubeconfig: str, **kwargs: Any) -> Run:
+    r = Run(playbook, inventory, kubeconfig, **kwargs)
+    r.wait()
+    return r
+
+
+# -- watchers -------------------------------------------------------------------------------------------
+def in_maintenance(node: Dict[str, Any]) -> bool:
+    taints = node.get("spec", {}).get("taints") or []
+    return bool(node.get("spec", {}).get("unschedulable")) or any(t.get("key") == DRAIN_TAINT for t in taints)
+
+
+class NodeRecorder(threading.Thread):
+    """Which of the world's nodes are cordoned or drain-tainted, after every watch event."""
+
+    def __init__(self, client: Any, world: Any) -> None:
+        super().__init__(daemon=True)
+        self.watcher = Watcher(client, "/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}={world.id}"})
+        self.history: List[Set[str]] = []
+        self.order: List[str] = []
+        self._done = threading.Event()
+
+    def _look(self) -> None:
+        now = {o["metadata"]["name"] for o in self.watcher.objects.values() if in_maintenance(o)}
+        if not self.history or self.history[-1] != now:
+            self.history.append(now)
+        for name in sorted(now):
+            if name not in self.order:
+                self.order.append(name)
+
+    def run(self) -> None:
+        self._look()
+        while not self._done.is_set():
+            self.watcher.drain_events(0.2)
+            self._look()
+
+    def __enter__(self) -> NodeRecorder:
+        self.watcher.start()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        self.join()
+        self.watcher.close()
+
+    @property
+    def most_at_once(self) -> int:
+        return max((len(s) for s in self.history), default=0)
+
+
+class AvailabilityRecorder(threading.Thread):
+    """The fewest Ready, not terminating pods of each app in a namespace, over the run."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        super().__init__(daemon=True)
+        self.watcher = Watcher(client, f"/api/v1/namespaces/{namespace}/pods")
+        self.fewest: Dict[str, int] = {}
+        self._done = threading.Event()
+
+    def _look(self) -> None:
+        counts: Dict[str, int] = {}
+        for pod in self.watcher.objects.values():
+            app = pod["metadata"].get("labels", {}).get("app", "")
+            if app and pod_ready(pod) and not pod["metadata"].get("deletionTimestamp"):
+                counts[app] = counts.get(app, 0) + 1
+        for app in set(counts) | set(self.fewest):
+            self.fewest[app] = min(self.fewest.get(app, counts.get(app, 0)), counts.get(app, 0))
+
+    def run(self) -> None:
+        self._look()
+        while not self._done.is_set():
+            self.watcher.drain_events(0.2)
+            self._look()
+
+    def __enter__(self) -> AvailabilityRecorder:
+        self.watcher.start()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        self.join()
+        self.watcher.close()
+
+
+# -- what a node looks like afterwards ------------------------------------------------------------------
+def maintenance_of(client: Any, node: str) -> Optional[Dict[str, Any]]:
+    items = (client.get_or_none(NM_API) or {}).get("items", [])
+    return next((nm for nm in items if nm["spec"]["nodeName"] == node), None)
+
+
+def leases_naming(client: Any, nodes: List[str], prefix: str) -> List[str]:
+    found = []
+    for lease in (client.get_or_none(LEASES) or {}).get("items", []):
+        name = lease["metadata"]["name"]
+        holder = lease.get("spec", {}).get("holderIdentity") or ""
+        if name.startswith(prefix) or any(name == f"node-{n}" or holder == n for n in nodes):
+            found.append(f"{name} (holder {holder})")
+    return found
+
+
+def node_clean(client: Any, node: str) -> Optional[str]:
+    """None when the node is in service (schedulable, no maintenance taint, no label); else why not."""
+    obj = client.get(f"/api/v1/nodes/{node}")
+    taints = [t["key"] for t in obj.get("spec", {}).get("taints") or []
+              if t["key"] in (DRAIN_TAINT, "node.kubernetes.io/unschedulable")]
+    label = obj["metadata"].get("labels", {}).get(LABEL)
+    if obj.get("spec", {}).get("unschedulable") or taints or label:
+        return f"{node}: unschedulable={obj['spec'].get('unschedulable')} taints={taints} label={label}"
+    return None
+
+
+def wait_clean(client: Any, nodes: List[str]) -> None:
+    # node.kubernetes.io/unschedulable is also the node lifecycle controller's: it follows
+    # the cordon a moment later
+    for node in nodes:
+        wait_for(lambda n=node: node_clean(client, n) is None, 30, f"{node} back in service")
+
+
+def events_of(client: Any, name: str) -> List[Dict[str, Any]]:
+    items = client.get("/api/v1/namespaces/default/events",
+                       {"fieldSelector": f"involvedObject.name={name}"}).get("items", [])
+    return sorted(items, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"].get("creationTimestamp") or ""))
+
+
+def reasons_of(client: Any, name: str) -> List[str]:
+    return [e["reason"] for e in events_of(client, name)]
+
+
+def nm_name(node: str) -> str:
+    return "maintenance-" + node.removeprefix("node-")

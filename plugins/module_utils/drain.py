@@ -37,7 +37,7 @@ from .errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
 from .events import DRAIN, DRAIN_ERROR, EventRecorder
 from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
 from .taints import read_node
-from .waiter import Watcher, list_objects, wait_until
+from .waiter import MultiWatcher, Watcher, list_objects, wait_until
 
 PODS = "/api/v1/pods"
 TICK = 0.2  # seconds between looks at retries and status while no pod event arrives
@@ -177,6 +177,17 @@ class DrainRun:
         self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
                                   skip_after=opts.skip_wait_for_delete_timeout)
         self.watcher = Watcher(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"}, initial=listing)
+        # The NodeMaintenance is watched too: when someone ends the maintenance (recover.yml,
+        # kubectl delete nm) the drain stops instead of evicting from a node back in service,
+        # also when the run that started it was killed and left it running in the background.
+        self.maintenance_watcher: Optional[Watcher] = None
+        waited: List[Watcher] = [self.watcher]
+        if nm is not None:
+            self.maintenance_watcher = Watcher(
+                client, maintenance.API, {"fieldSelector": f"metadata.name={nm['metadata']['name']}"},
+                initial={"items": [nm], "metadata": {"resourceVersion": nm["metadata"]["resourceVersion"]}})
+            waited.append(self.maintenance_watcher)
+        self.waitable = MultiWatcher(*waited)
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
@@ -233,7 +244,12 @@ class DrainRun:
         return f"{outcome.message} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
 
     # -- the wait ------------------------------------------------------------------------------
+    def maintenance_ended(self) -> bool:
+        return self.maintenance_watcher is not None and not self.maintenance_watcher.objects
+
     def check(self) -> Optional[bool]:
+        if self.maintenance_ended():
+            return False
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
         if self.tracker.fatal and not self.tracker.in_flight():
@@ -250,7 +266,7 @@ class DrainRun:
         self.record(DRAIN, f"Drain node {self.opts.node}: {counts[EVICT]} pods to evict, {counts[DELETE]} to delete, "
                            f"{counts[WAIT]} already terminating, {counts[SKIP]} skipped")
         pool = ThreadPoolExecutor(max_workers=self.opts.parallelism, thread_name_prefix="nmo-drain")
-        self.watcher.start()
+        self.waitable.start()
         error = ""
         try:
             self.submit_due(pool)
@@ -259,9 +275,13 @@ class DrainRun:
                 self.submit_due(pool)
                 self.status.offer(self.fields(), time.monotonic())
 
-            finished = wait_until(self.watcher, self.check, self.opts.timeout, self.tracker.describe_pending,
+            finished = wait_until(self.waitable, self.check, self.opts.timeout, self.tracker.describe_pending,
                                   tick, TICK)
-            if not finished:
+            if not finished and self.maintenance_ended():
+                self.status.nm = None
+                error = (f"drain of node {self.opts.node} stopped: its NodeMaintenance was deleted, so the "
+                         f"maintenance was ended elsewhere. Not evicted: {self.tracker.describe_pending()}")
+            elif not finished:
                 error = (f"drain of node {self.opts.node} stopped: " + "; ".join(self.tracker.fatal)
                          + f". Still pending: {self.tracker.describe_pending()}")
         except WaitTimeout:
@@ -270,7 +290,7 @@ class DrainRun:
         except ApiError as exc:  # the watch failed for good (403, say)
             error = f"drain of node {self.opts.node} stopped: {exc.message}. Still pending: {self.tracker.describe_pending()}"
         finally:
-            self.watcher.close()
+            self.waitable.close()
             pool.shutdown(wait=True, cancel_futures=True)
             self.take_answers(with_events=False)
         if error:

@@ -476,3 +476,20 @@ def test_a_110_pod_node_drains_within_the_request_budget(cluster, world, crd_ins
     status = nm_status(cluster, name)
     assert status["phase"] == "Succeeded" and status["evictionPods"] == 110 and status["drainProgress"] == 100
     wait_for(lambda: len([p for p in pods_on(world, b) if pod_ready(p)]) == 110, 120, "replacements on the other node")
+
+
+def test_drain_stops_when_its_nodemaintenance_is_deleted(cluster, world, crd_installed):
+    """recover.yml or `kubectl delete nm` ends the maintenance: a drain still running (for
+    example one left behind by a killed run) stops instead of evicting from a node back in service."""
+    a, _b = world.add_nodes(workers=2)
+    world.vm("db", node=a)
+    nm = start_maintenance(cluster, world, a)
+    name = nm["metadata"]["name"]
+    background = Background(lambda: core_drain(cluster, node=a, maintenance=name, timeout=120, retry_delay=0.5))
+    wait_for(lambda: nm_status(cluster, name).get("pendingPods") == ["virt-launcher-db"], 30, "the drain blocked by the PDB")
+    cluster.client.delete(f"{maintenance.API}/{name}")
+    with pytest.raises(DrainFailed) as stopped:
+        background.join(30)
+    assert "its NodeMaintenance was deleted" in stopped.value.message
+    assert f"{world.namespace}/virt-launcher-db" in stopped.value.message
+    assert names(pods_on(world, a)) == ["virt-launcher-db"]

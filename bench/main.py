@@ -1,0 +1,124 @@
+"""bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8).
+
+    bench/run [--quick] [--minutes N] [--out DIR] [B1 B2 B3 B4 B5]
+
+Run it through bench/run, which prepares bench/.venv and the import paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Dict, List
+
+from measure import AuditLog, become_subreaper, machine
+from report import add_ratios, table, targets, targets_text
+from scenarios import SCENARIOS, Context, Row, Sizes
+from tools import ROOT, Tools, cluster_env
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def background_rate(audit: AuditLog, seconds: float = 3.0) -> float:
+    """Requests a second the API server took from everyone (other developers' tests included)."""
+    mark = audit.mark()
+    time.sleep(seconds)
+    if audit.path.stat().st_ino != mark.inode:
+        return -1.0
+    with open(audit.path, "rb") as handle:
+        handle.seek(mark.offset)
+        lines = sum(1 for _ in handle)
+    return round(lines / seconds, 1)
+
+
+def cluster_size(client: Any) -> Dict[str, int]:
+    nodes = client.get("/api/v1/nodes").get("items", [])
+    pods = client.get("/api/v1/pods", {"limit": 500})
+    count = len(pods.get("items", [])) + int(pods.get("metadata", {}).get("remainingItemCount") or 0)
+    return {"nodes": len(nodes), "pods": count}
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n")[0])
+    parser.add_argument("scenarios", nargs="*", metavar="B1..B5", help="scenarios to run (default: all)")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness, not figures")
+    parser.add_argument("--minutes", type=float, default=60, help="no new run starts after this (default 60)")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="where the JSON goes")
+    args = parser.parse_args(argv)
+    chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)
+    unknown = [s for s in chosen if s not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+
+    become_subreaper()
+    env = cluster_env()
+    out = Path(args.out)
+    workdir = out / "work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    audit = AuditLog(Path(env["NMO_CLUSTER_DIR"]) / "audit.log")
+    client = connect(ConnectionOptions(kubeconfig=env["KUBECONFIG"]), pool_size=32)
+
+    host = machine()
+    rate = background_rate(audit)
+    load = host["loadavg"]
+    log(f"machine: {host['nproc']} cores, {host['memory_gib']} GiB, {host['cpu_model']}; "
+        f"load average {load[0]} {load[1]} {load[2]}; API server busy with {rate} requests/s from others")
+    if load[0] > 0.5 or rate > 20:
+        log(f"WARNING: the machine is not quiet (load {load[0]} on {host['nproc']} cores, {rate} requests/s on the API "
+            "server before the benchmark): timings will be noisy; run again when it is idle for figures to quote")
+    if args.quick:
+        log("--quick: small sizes; the figures check the harness, they are not the benchmark's")
+
+    log("preparing identities (one client certificate per tool)")
+    tools = Tools(env, workdir / "identities")
+    versions = tools.versions()
+    log("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    sizes = Sizes.quick() if args.quick else Sizes()
+    ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log)
+    started = datetime.now(timezone.utc)
+    before = cluster_size(client)
+
+    rows: List[Row] = []
+    for name in chosen:
+        log(f"{name} ...")
+        t0 = time.monotonic()
+        try:
+            rows.extend(SCENARIOS[name](ctx))
+        except Exception as exc:  # one scenario's broken world does not lose the others' figures
+            log(f"  {name} failed: {type(exc).__name__}: {exc}")
+            rows.append(Row(name, "-", "-", note=f"scenario failed: {exc}"))
+        log(f"{name} done in {time.monotonic() - t0:.0f} s")
+
+    add_ratios(rows)
+    checked = targets(rows)
+    report: Dict[str, Any] = {
+        "started": started.isoformat(timespec="seconds"), "quick": args.quick, "scenarios": chosen,
+        "machine": host, "load_at_end": [round(x, 2) for x in os.getloadavg()],
+        "api_requests_per_s_from_others_at_start": rate, "cluster_at_start": before, "versions": versions,
+        "sizes": asdict(sizes), "rows": [asdict(r) for r in rows], "targets": checked,
+    }
+    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    path = out / f"bench-{stamp}{'-quick' if args.quick else ''}.json"
+    path.write_text(json.dumps(report, indent=1, default=str))
+    (out / "latest.json").write_text(json.dumps(report, indent=1, default=str))
+    log("")
+    log(table(rows))
+    log("")
+    log("targets (issue 8), ratios from this run:")
+    log(targets_text(checked) or "(none measured)")
+    log(f"\nJSON: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

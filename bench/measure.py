@@ -1,0 +1,218 @@
+"""How a tool's run is measured: wall time, API requests from the audit log, peak RSS.
+
+A run is one process (kubectl, or ansible-playbook with its forks and async jobs) started
+by ``run_measured``. The harness makes itself a child subreaper, so the processes that
+Ansible's async wrapper detaches stay in its tree and their memory is seen too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import platform
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import psutil
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Orphaned descendants (daemonized async jobs) are re-parented to this process."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+# -- the machine ----------------------------------------------------------------------------
+def machine() -> Dict[str, object]:
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    return {"nproc": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "cpu_model": model, "kernel": platform.release(), "python": platform.python_version(),
+            "loadavg": [round(x, 2) for x in os.getloadavg()]}
+
+
+# -- the audit log --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mark:
+    inode: int
+    offset: int
+    wall: float  # time.time() when taken
+
+
+class AuditLog:
+    """The API server's JSON audit log; counts the requests of given users after a mark."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def mark(self) -> Mark:
+        st = self.path.stat()
+        return Mark(st.st_ino, st.st_size, time.time())
+
+    def _chunks(self, mark: Mark) -> List[Tuple[Path, int]]:
+        """(file, offset) pairs holding what was written since the mark, oldest first.
+        The server rotates the log to audit-<time>.log; a rotation since the mark is followed."""
+        if self.path.stat().st_ino == mark.inode:
+            return [(self.path, mark.offset)]
+        rotated = [p for p in self.path.parent.glob("audit-*.log") if p.stat().st_ino == mark.inode]
+        return [(p, mark.offset) for p in rotated] + [(self.path, 0)]
+
+    def requests(self, mark: Mark, users: List[str], settle: float = 1.0) -> Dict[str, Requests]:
+        """Requests of ``users`` logged since ``mark`` (after ``settle`` s, so that watches
+        closed by the tool's exit are written)."""
+        time.sleep(settle)
+        found = {u: Requests() for u in users}
+        needles = [f'"username":"{u}"'.encode() for u in users]
+        for path, offset in self._chunks(mark):
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                for line in handle:
+                    if not any(n in line for n in needles):
+                        continue
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        continue  # a line being written as we read
+                    user = event.get("user", {}).get("username")
+                    if user in found and event.get("stage") == "ResponseComplete":
+                        found[user].add(event)
+        return found
+
+
+@dataclass
+class Requests:
+    total: int = 0
+    by_verb: Counter = field(default_factory=Counter)
+    by_resource: Counter = field(default_factory=Counter)
+    by_code: Counter = field(default_factory=Counter)
+    user_agents: Counter = field(default_factory=Counter)
+
+    def add(self, event: Dict[str, object]) -> None:
+        self.total += 1
+        ref = event.get("objectRef") or {}
+        resource = ref.get("resource", "?") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
+        self.by_verb[event.get("verb", "?")] += 1
+        self.by_resource[resource] += 1
+        self.by_code[str((event.get("responseStatus") or {}).get("code", "?"))] += 1
+        self.user_agents[str(event.get("userAgent", "?")).split(" ")[0]] += 1
+
+    def as_dict(self) -> Dict[str, object]:
+        return {"total": self.total, "by_verb": dict(self.by_verb), "by_resource": dict(self.by_resource),
+                "by_code": dict(self.by_code), "user_agents": dict(self.user_agents)}
+
+
+# -- memory -----------------------------------------------------------------------------------
+class TreeSampler(threading.Thread):
+    """Polls the RSS of every descendant of this process; keeps each one's peak."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peak: Dict[int, Tuple[str, int]] = {}
+        self.peak_total = 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self._stop_event.is_set():
+            total = 0
+            try:
+                children = me.children(recursive=True)
+            except psutil.Error:
+                children = []
+            for proc in children:
+                try:
+                    rss = proc.memory_info().rss
+                    name = proc.name()
+                except psutil.Error:
+                    continue
+                total += rss
+                if rss > self.peak.get(proc.pid, ("", 0))[1]:
+                    self.peak[proc.pid] = (name, rss)
+            self.peak_total = max(self.peak_total, total)
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+# -- one measured run -------------------------------------------------------------------------
+@dataclass
+class Run:
+    argv: List[str]
+    rc: int
+    wall: float
+    started: float  # time.time()
+    stdout: str
+    stderr: str
+    peak_rss_mib: float  # the largest single process of the tool
+    peak_tree_mib: float  # all its processes at once
+    timed_out: bool = False
+    requests: Optional[Requests] = None
+    extra: Dict[str, object] = field(default_factory=dict)
+
+
+def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Optional[str] = None,
+                 on_start: Optional[Callable[[float], None]] = None) -> Run:
+    """Run ``argv`` to its end (killed after ``timeout`` s) and measure it."""
+    sampler = TreeSampler()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        sampler.start()
+        started = time.time()
+        t0 = time.monotonic()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        if on_start:
+            on_start(started)
+        timed_out = False
+        status, usage = 0, None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                timed_out = True
+                os.killpg(proc.pid, signal.SIGKILL)
+                _, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.01)
+        wall = time.monotonic() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        sampler.stop()
+        reap_orphans()
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    # ru_maxrss (KiB) covers the tool and every descendant it waited for; the sampler also
+    # sees the detached ones (async jobs).
+    waited = usage.ru_maxrss / 1024 if usage else 0.0
+    sampled = max((rss for _, rss in sampler.peak.values()), default=0) / 2**20
+    return Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
+               round(sampler.peak_total / 2**20, 1), timed_out)

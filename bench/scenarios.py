@@ -1,0 +1,365 @@
+"""B1-B5 of issue 8: each builds its situation fresh for each tool, runs the tool, measures it.
+
+Worlds come from hack/topology.py (kwok nodes, labelled so they can be removed whole); every
+world has its own node names, namespace and maintenance slots, as the cluster is shared.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import yaml
+from measure import AuditLog, Run
+from tools import K8S_DRAIN, KUBECTL, NMO, USERS, Tools
+from topology import KWOK_ANNOTATION, WORKER_ROLE, WORLD_LABEL, World, node_ready, wait_for
+
+DRAIN_TOOLS = [NMO, KUBECTL, K8S_DRAIN]
+
+
+@dataclass
+class Sizes:
+    pods: int = 110  # B1, B2: pods on the drained node
+    deployments: int = 5  # B1, B2: that many Deployments share them
+    grace: int = 5  # B2
+    pdb_hold: float = 20.0  # B3: seconds the PDB allows no disruption
+    b3_pods: int = 10  # B3: other pods on the node
+    rollout_workers: int = 20  # B4
+    rollout_apps: int = 4  # B4: Deployments of one replica a worker, each behind a maxUnavailable 1 PDB
+    scale: List[int] = field(default_factory=lambda: [50, 500])  # B5 cluster sizes
+    scale_pods: int = 10  # B5: pods a node
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(pods=22, deployments=2, pdb_hold=8.0, b3_pods=4, rollout_workers=4, rollout_apps=2, scale=[10, 50])
+
+
+@dataclass
+class Row:
+    scenario: str
+    case: str
+    tool: str
+    wall: Optional[float] = None
+    requests: Optional[int] = None
+    peak_rss_mib: Optional[float] = None
+    rc: Optional[int] = None
+    pods: Optional[int] = None
+    nodes: Optional[int] = None
+    extra: Dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass
+class Context:
+    client: Any
+    tools: Tools
+    audit: AuditLog
+    sizes: Sizes
+    workdir: Path
+    deadline: float  # time.monotonic() after which no new run starts
+    log: Callable[[str], None] = print
+
+    def out_of_time(self) -> bool:
+        return time.monotonic() > self.deadline
+
+
+# -- shared steps ---------------------------------------------------------------------------------
+def new_world(ctx: Context) -> World:
+    return World(ctx.client, prefix="b" + uuid.uuid4().hex[:5])
+
+
+def measured(ctx: Context, row: Row, run: Callable[[], Run]) -> Run:
+    mark = ctx.audit.mark()
+    result = run()
+    requests = ctx.audit.requests(mark, [USERS[row.tool]])[USERS[row.tool]]
+    row.wall = round(result.wall, 2)
+    row.requests = requests.total
+    row.peak_rss_mib = result.peak_rss_mib
+    row.rc = result.rc
+    row.extra.update({k: v for k, v in result.extra.items() if k != "records"})
+    row.extra["requests_detail"] = requests.as_dict()
+    if result.timed_out:
+        row.note = "timed out"
+    elif result.rc:
+        tail = (result.extra.get("msg") or result.stderr.strip() or result.stdout.strip())
+        row.note = f"rc={result.rc}: " + str(tail).splitlines()[-1][:160] if tail else f"rc={result.rc}"
+    ctx.log(f"  {row.scenario} {row.case} {row.tool}: {row.wall} s, {row.requests} requests, "
+            f"{row.peak_rss_mib} MiB{' (' + row.note + ')' if row.note else ''}")
+    return result
+
+
+def fill_node(world: World, node: str, apps: Dict[str, int], grace: Optional[int] = None,
+              graceful: bool = False) -> int:
+    """Deployments whose pods all land on ``node``; returns how many pods it holds."""
+    total = sum(apps.values())
+    with world.only_schedulable(node):
+        for name, replicas in apps.items():
+            world.deployment(name, replicas, grace=grace, graceful=graceful, wait=False)
+        wait_for(lambda: len([p for p in world.pods(node=node) if p.get("status", {}).get("podIP")]) >= total,
+                 180, f"{total} pods running on {node}", interval=0.5)
+    return total
+
+
+def spread(total: int, parts: int) -> Dict[str, int]:
+    return {f"app{i + 1}": total // parts + (1 if i < total % parts else 0) for i in range(parts)}
+
+
+def unschedulable(world: World, node: str) -> bool:
+    return bool(world.node(node).get("spec", {}).get("unschedulable"))
+
+
+def cleanup(ctx: Context, world: World) -> None:
+    try:
+        world.cleanup()
+    except Exception as exc:  # a world left behind is reported, not fatal to the other runs
+        ctx.log(f"  cleanup of world {world.id} failed: {exc}")
+
+
+def write_inventory(ctx: Context, world: World, nodes: List[str], name: str) -> str:
+    inventory = {"all": {
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": ctx.tools.python,
+                 # this world's own maintenance slots and etcd pods: the cluster is shared
+                 "node_maintenance_slot_prefix": f"{world.id}-slot",
+                 "node_maintenance_etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}"},
+        "children": {"workers": {"hosts": {n: None for n in nodes}}}}}
+    path = ctx.workdir / f"{name}-{world.id}.yml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return str(path)
+
+
+# -- B1, B2: one node full of pods ----------------------------------------------------------------------
+def drain_node(ctx: Context, scenario: str, grace: Optional[int], graceful: bool) -> List[Row]:
+    rows = []
+    for tool in DRAIN_TOOLS:
+        row = Row(scenario, f"{ctx.sizes.pods} pods", tool)
+        rows.append(row)
+        if ctx.out_of_time():
+            row.note = "skipped: out of time"
+            continue
+        world = new_world(ctx)
+        try:
+            target = world.add_nodes(workers=1)[0]
+            world.add_nodes(workers=1, pods="500")  # where the replacements go
+            row.pods = fill_node(world, target, spread(ctx.sizes.pods, ctx.sizes.deployments), grace, graceful)
+            measured(ctx, row, lambda t=tool, n=target: ctx.tools.drain(t, n, 300))
+            left = len([p for p in world.pods(node=target) if not p["metadata"].get("deletionTimestamp")])
+            row.extra["pods_left_on_node"] = left
+        finally:
+            cleanup(ctx, world)
+    return rows
+
+
+def b1(ctx: Context) -> List[Row]:
+    return drain_node(ctx, "B1", None, False)
+
+
+def b2(ctx: Context) -> List[Row]:
+    return drain_node(ctx, "B2", ctx.sizes.grace, True)
+
+
+# -- B3: a PodDisruptionBudget that says no, then yes ---------------------------------------------------
+class Relaxer:
+    """At ``after`` seconds past the tool's start, lets the PDB allow a disruption, and notes
+    when its status says so (the moment a drain may go on)."""
+
+    def __init__(self, world: World, pdb: str, after: float) -> None:
+        self.world, self.pdb, self.after = world, pdb, after
+        self.relaxed_at: Optional[float] = None
+        self.allowed_at: Optional[float] = None
+        self.thread: Optional[threading.Thread] = None
+        self.cancelled = threading.Event()
+
+    def start(self, started: float) -> None:
+        self.thread = threading.Thread(target=self._run, args=(started,), daemon=True)
+        self.thread.start()
+
+    def _run(self, started: float) -> None:
+        path = f"/apis/policy/v1/namespaces/{self.world.namespace}/poddisruptionbudgets/{self.pdb}"
+        if self.cancelled.wait(max(0.0, started + self.after - time.time())):
+            return  # the tool ended first (k8s_drain fails at once)
+        self.relaxed_at = time.time()
+        self.world.client.patch(path, {"spec": {"minAvailable": 0}}, "merge")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not self.cancelled.is_set():
+            if (self.world.client.get(path).get("status") or {}).get("disruptionsAllowed", 0) >= 1:
+                self.allowed_at = time.time()
+                return
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.cancelled.set()
+        if self.thread:
+            self.thread.join(10)
+
+
+def b3(ctx: Context) -> List[Row]:
+    rows = []
+    for tool in DRAIN_TOOLS:
+        row = Row("B3", f"PDB blocks {ctx.sizes.pdb_hold:g} s", tool)
+        rows.append(row)
+        if ctx.out_of_time():
+            row.note = "skipped: out of time"
+            continue
+        world = new_world(ctx)
+        try:
+            target = world.add_nodes(workers=1)[0]
+            world.add_nodes(workers=1, pods="500")
+            row.pods = fill_node(world, target, {"free": ctx.sizes.b3_pods, "guarded": 1})
+            world.pdb("guarded", "guarded", min_available=1)  # allows no disruption
+            relaxer = Relaxer(world, "guarded", ctx.sizes.pdb_hold)
+            run = measured(ctx, row, lambda t=tool, n=target, r=relaxer: ctx.tools.drain(t, n, 120, on_start=r.start))
+            relaxer.stop()
+            ended = run.started + run.wall
+            if relaxer.allowed_at and not run.rc:
+                row.extra["after_allowed"] = round(ended - relaxer.allowed_at, 2)
+            row.extra["pdb_allowed_after"] = round(relaxer.allowed_at - run.started, 2) if relaxer.allowed_at else None
+            row.extra["left_cordoned"] = unschedulable(world, target)
+            row.extra["guarded_pod_still_there"] = bool(world.pods(node=target, selector="app=guarded"))
+            if run.rc:
+                row.note = f"failed after {row.wall} s" + (", node left cordoned" if row.extra["left_cordoned"] else "")
+            elif relaxer.allowed_at and ended < relaxer.allowed_at:
+                row.note = "ended before the PDB allowed it"
+        finally:
+            cleanup(ctx, world)
+    return rows
+
+
+# -- B4: rolling maintenance of workers behind maxUnavailable 1 PDBs ----------------------------------
+def b4(ctx: Context) -> List[Row]:
+    rows = []
+    n = ctx.sizes.rollout_workers
+    for tool in (NMO, K8S_DRAIN):
+        row = Row("B4", f"{n} workers", tool, nodes=n)
+        rows.append(row)
+        if ctx.out_of_time():
+            row.note = "skipped: out of time"
+            continue
+        world = new_world(ctx)
+        try:
+            world.add_nodes(workers=n)
+            for i in range(ctx.sizes.rollout_apps):
+                world.deployment(f"app{i + 1}", n, wait=False)
+            total = n * ctx.sizes.rollout_apps
+            world.wait_pods_ready(WORLD_LABEL + "=" + world.id, total, timeout=180)
+            for i in range(ctx.sizes.rollout_apps):
+                world.pdb(f"app{i + 1}", f"app{i + 1}", max_unavailable=1)
+            row.pods = total
+            inventory = write_inventory(ctx, world, world.workers, "b4")
+            measured(ctx, row, lambda t=tool, i=inventory: ctx.tools.rollout(t, i, "workers", 3600))
+            if tool == NMO and row.wall is not None and "drain_elapsed" in row.extra:
+                row.extra["overhead_per_node"] = round((row.wall - row.extra["drain_elapsed"]) / n, 2)
+            row.extra["left_cordoned"] = [w for w in world.workers if unschedulable(world, w)]
+        finally:
+            cleanup(ctx, world)
+    return rows
+
+
+# -- B5: one node's maintenance in a 50- and a 500-node cluster ----------------------------------------
+def add_nodes_parallel(world: World, count: int, workers: int = 16) -> List[str]:
+    names = [world.node_name("worker", i) for i in range(1, count + 1)]
+
+    def make(name: str) -> None:
+        world.client.post("/api/v1/nodes", {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": dict(KWOK_ANNOTATION),
+                         "labels": {WORLD_LABEL: world.id, WORKER_ROLE: "", "kubernetes.io/hostname": name,
+                                    "kubernetes.io/os": "linux", "type": "kwok"}},
+            "status": {"capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+                       "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}})
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(make, names))
+    world.nodes.extend(names)
+
+    def all_ready() -> bool:
+        items = world.client.get("/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}={world.id}"}).get("items", [])
+        ready = [n for n in items if node_ready(n) and not any(
+            t.get("key", "").startswith("node.kubernetes.io/not-ready") for t in n.get("spec", {}).get("taints") or [])]
+        return len(ready) >= count
+
+    wait_for(all_ready, 300, f"{count} nodes Ready", interval=1.0)
+    return names
+
+
+def add_pods_parallel(world: World, nodes: List[str], per_node: int, workers: int = 16) -> int:
+    ns = world.ensure_namespace()
+    spec = world._pod_spec()
+
+    def make(item: Any) -> None:
+        node, i = item
+        name = f"p-{node.rsplit('-', 1)[-1]}-{i:02d}"
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": world._meta(name), "spec": {**spec, "nodeName": node}}
+        world.client.post(f"/api/v1/namespaces/{ns}/pods", body)
+
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(make, [(n, i) for n in nodes for i in range(per_node)]))
+    total = len(nodes) * per_node
+
+    def running() -> bool:
+        waiting = world.client.get(f"/api/v1/namespaces/{ns}/pods",
+                                   {"fieldSelector": "status.phase!=Running", "limit": 1}).get("items", [])
+        return not waiting
+
+    wait_for(running, 600, f"{total} pods Running", interval=2.0)
+    return total
+
+
+def remove_big_world(ctx: Context, world: World) -> None:
+    """Nodes in parallel, the pods by the namespace's deletion (patiently: thousands of pods),
+    then the usual clean-up, which then finds little left."""
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda n: _delete_quietly(world, f"/api/v1/nodes/{n}"), list(world.nodes)))
+        _delete_quietly(world, f"/api/v1/namespaces/{world.namespace}")
+        wait_for(lambda: world.client.get_or_none(f"/api/v1/namespaces/{world.namespace}") is None, 900,
+                 f"namespace {world.namespace} gone", interval=2.0)
+    except Exception as exc:
+        ctx.log(f"  clean-up of world {world.id}: {exc}")
+    cleanup(ctx, world)
+
+
+def _delete_quietly(world: World, path: str) -> None:
+    try:
+        world.client.delete(path)
+    except Exception as exc:
+        if getattr(exc, "status", None) != 404:
+            raise
+
+
+def b5(ctx: Context) -> List[Row]:
+    rows = []
+    for size in ctx.sizes.scale:
+        tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS]
+        rows.extend(tools_rows)
+        if ctx.out_of_time():
+            for row in tools_rows:
+                row.note = "skipped: out of time"
+            continue
+        world = new_world(ctx)
+        try:
+            t0 = time.monotonic()
+            nodes = add_nodes_parallel(world, size)
+            add_pods_parallel(world, nodes, ctx.sizes.scale_pods)
+            ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in "
+                    f"{time.monotonic() - t0:.0f} s")
+            inventory = write_inventory(ctx, world, nodes, "b5")
+            # every tool maintains another node of the same world: the nodes are alike
+            for row, node in zip(tools_rows, nodes):
+                if ctx.out_of_time():
+                    row.note = "skipped: out of time"
+                    continue
+                row.pods = ctx.sizes.scale_pods
+                row.extra["node"] = node
+                measured(ctx, row, lambda t=row.tool, n=node, i=inventory: ctx.tools.rollout(t, i, n, 900, node=n))
+                row.extra["left_cordoned"] = unschedulable(world, node)
+        finally:
+            remove_big_world(ctx, world)
+    return rows
+
+
+SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5}

@@ -1,10 +1,11 @@
 """Connection options -> one configured API client.
 
-The ``kubernetes`` package resolves the connection (kubeconfig, context, exec plugins,
-in-cluster service account); requests then go straight through one urllib3 pool as JSON
-dicts. Skipping the generated model classes keeps a 110-pod list cheap to read, lets the
-drain evict in parallel on one pool, and gives every caller the same error mapping and a
-request counter for the benchmarks.
+kubeconfig.py reads the common connections (kubeconfig with certificates or a token,
+a pod's service account); the ``kubernetes`` package resolves the rest (exec plugins,
+auth providers), and importing it costs more than most module tasks spend on requests.
+Requests go straight through one urllib3 pool as JSON dicts: skipping the generated
+model classes keeps a 110-pod list cheap to read, lets the drain evict in parallel on
+one pool, and gives every caller the same error mapping and a request counter.
 """
 
 from __future__ import annotations
@@ -55,34 +56,49 @@ class ConnectionOptions:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
 
 
-def _load_configuration(options: ConnectionOptions) -> Any:
+def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False) -> Any:
     try:
         from kubernetes import config as kube_config
         from kubernetes.client import Configuration
     except ImportError as exc:  # pragma: no cover - depends on the controller's Python
         raise ConnectionConfigError(
-            "the Python package 'kubernetes' is required on the controller: "
+            "this kubeconfig needs the Python package 'kubernetes' on the controller: "
             "pip install -r requirements.txt (" + str(exc) + ")") from exc
-
     cfg = Configuration()
+    if in_cluster:
+        kube_config.load_incluster_config(client_configuration=cfg)
+    else:
+        kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
+                                     persist_config=False)
+    return cfg
+
+
+def _load_configuration(options: ConnectionOptions) -> Any:
+    from . import kubeconfig
+
     explicit_host = options.host and not options.kubeconfig and not options.context
+    cfg: Any = None
     try:
         if not explicit_host:
-            kubeconfig = options.kubeconfig
             default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-            if kubeconfig or options.context or os.path.exists(default):
-                kube_config.load_kube_config(config_file=kubeconfig, context=options.context,
-                                             client_configuration=cfg, persist_config=False)
+            path = os.path.expanduser(options.kubeconfig) if options.kubeconfig else default
+            if options.kubeconfig or options.context or os.path.exists(default):
+                try:
+                    cfg = kubeconfig.from_kubeconfig(path, options.context)
+                except kubeconfig.Unsupported:  # exec plugins, auth providers: the kubernetes package
+                    cfg = _with_kubernetes_package(path, options.context)
             elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                kube_config.load_incluster_config(client_configuration=cfg)
+                cfg = kubeconfig.in_cluster()
             elif not options.host:
                 raise ConnectionConfigError(
                     "no cluster configuration: give kubeconfig (or K8S_AUTH_KUBECONFIG / KUBECONFIG), "
                     "or host with credentials, or run inside a pod")
     except ConnectionConfigError:
         raise
-    except Exception as exc:  # the kubernetes package raises several unrelated types here
+    except Exception as exc:  # a missing file, bad YAML, an unknown context...
         raise ConnectionConfigError(f"cannot load the cluster configuration: {exc}") from exc
+    if cfg is None:
+        cfg = kubeconfig.Configuration()
 
     if options.host:
         cfg.host = options.host

@@ -18,9 +18,10 @@ def test_build_install_and_document(tmp_path):
     assert ".cluster/" not in listing and ".venv/" not in listing and ".cache/" not in listing
 
     target = tmp_path / "collections"
-    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", str(archive), "-p", str(target)],
-                   capture_output=True, text=True, check=True)
+    # A HOME of its own: a copy installed in ~/.ansible/collections must not stand in for this one.
     env = {"ANSIBLE_COLLECTIONS_PATH": str(target), "PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--force", str(archive), "-p", str(target)],
+                   capture_output=True, text=True, check=True, env=env)
     doc = subprocess.run([str(BIN / "ansible-doc"), "-t", "module", "-l", "nmo.maintenance"],
                          capture_output=True, text=True, check=True, env=env).stdout
     for module in ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain"):

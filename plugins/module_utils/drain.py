@@ -70,10 +70,7 @@ class DrainOptions:
         return cls(**{f.name: params[f.name] for f in fields(cls) if params.get(f.name) is not None})
 
     def selection(self, now: Optional[float] = None) -> SelectionOptions:
-        return SelectionOptions(force=self.force, delete_emptydir_data=self.delete_emptydir_data,
-                                ignore_daemonsets=self.ignore_daemonsets, pod_selector=self.pod_selector or "",
-                                skip_wait_for_delete_timeout=self.skip_wait_for_delete_timeout,
-                                disable_eviction=self.disable_eviction, now=now)
+        return SelectionOptions.of(self, now)
 
     def validate(self) -> None:
         problems = []

@@ -45,6 +45,14 @@ class SelectionOptions:
     def __post_init__(self) -> None:
         object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector)))
 
+    @classmethod
+    def of(cls, options: Any, now: Optional[float] = None) -> SelectionOptions:
+        """The selection part of a drain's or a pre-flight's options (same names there)."""
+        return cls(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
+                   ignore_daemonsets=options.ignore_daemonsets, pod_selector=options.pod_selector or "",
+                   skip_wait_for_delete_timeout=options.skip_wait_for_delete_timeout,
+                   disable_eviction=options.disable_eviction, now=now)
+
 
 @dataclass(frozen=True)
 class PodPlan:

@@ -55,10 +55,7 @@ class PreflightOptions:
         return cls(nodes=tuple(params.get("nodes") or ()), **{f: params[f] for f in names})
 
     def selection(self, now: Optional[float] = None) -> SelectionOptions:
-        return SelectionOptions(force=self.force, delete_emptydir_data=self.delete_emptydir_data,
-                                ignore_daemonsets=self.ignore_daemonsets, pod_selector=self.pod_selector or "",
-                                skip_wait_for_delete_timeout=self.skip_wait_for_delete_timeout,
-                                disable_eviction=self.disable_eviction, now=now)
+        return SelectionOptions.of(self, now)
 
     def validate(self) -> None:
         problems = []

@@ -37,7 +37,7 @@ def background_rate(audit: AuditLog, seconds: float = 3.0) -> float:
         return -1.0
     with open(audit.path, "rb") as handle:
         handle.seek(mark.offset)
-        lines = sum(1 for _ in handle)
+        lines = sum(1 for _line in handle)
     return round(lines / seconds, 1)
 
 
@@ -49,7 +49,7 @@ def cluster_size(client: Any) -> Dict[str, int]:
 
 
 def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("scenarios", nargs="*", metavar="B1..B5", help="scenarios to run (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness, not figures")
     parser.add_argument("--minutes", type=float, default=60, help="no new run starts after this (default 60)")

@@ -38,7 +38,7 @@ def become_subreaper() -> bool:
 def reap_orphans() -> None:
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -120,7 +120,7 @@ class Requests:
         self.by_verb[event.get("verb", "?")] += 1
         self.by_resource[resource] += 1
         self.by_code[str((event.get("responseStatus") or {}).get("code", "?"))] += 1
-        self.user_agents[str(event.get("userAgent", "?")).split(" ")[0]] += 1
+        self.user_agents[str(event.get("userAgent", "?")).split(" ", maxsplit=1)[0]] += 1
 
     def as_dict(self) -> Dict[str, object]:
         return {"total": self.total, "by_verb": dict(self.by_verb), "by_resource": dict(self.by_resource),
@@ -200,7 +200,7 @@ def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Opti
             if time.monotonic() - t0 > timeout:
                 timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)
-                _, status, usage = os.wait4(proc.pid, 0)
+                _pid, status, usage = os.wait4(proc.pid, 0)
                 break
             time.sleep(0.01)
         wall = time.monotonic() - t0
@@ -213,6 +213,6 @@ def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Opti
     # ru_maxrss (KiB) covers the tool and every descendant it waited for; the sampler also
     # sees the detached ones (async jobs).
     waited = usage.ru_maxrss / 1024 if usage else 0.0
-    sampled = max((rss for _, rss in sampler.peak.values()), default=0) / 2**20
+    sampled = max((rss for _pid, rss in sampler.peak.values()), default=0) / 2**20
     return Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
                round(sampler.peak_total / 2**20, 1), timed_out)

@@ -41,7 +41,7 @@ def slowest_tasks(stdout: str) -> List[str]:
     for line in lines[marks[-1] + 3:]:
         if not line.strip():
             break
-        name, _, seconds = line.rpartition(" ")
+        name, _sep, seconds = line.rpartition(" ")
         found.append(f"{name.rstrip(' -')}: {seconds}")
     return found
 
@@ -147,7 +147,7 @@ class Tools:
     def versions(self) -> Dict[str, Any]:
         found: Dict[str, Any] = {}
         out = subprocess.run([self.kubectl, "--kubeconfig", self.kubeconfigs[KUBECTL], "version", "-o", "json"],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, check=False)
         try:
             data = json.loads(out.stdout)
             found["kubectl"] = data.get("clientVersion", {}).get("gitVersion")
@@ -164,7 +164,9 @@ class Tools:
         found["kubernetes.core"] = json.loads(manifest.read_text())["collection_info"]["version"]
         galaxy = yaml.safe_load((ROOT / "galaxy.yml").read_text())
         found["nmo.maintenance"] = galaxy["version"]
-        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True)
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              check=False)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True,
+                               check=False)
         found["nmo.maintenance_commit"] = head.stdout.strip() + ("+changes" if dirty.stdout.strip() else "")
         return found

@@ -180,8 +180,8 @@ class Reporter:
                                  + (f" and {outcome.slot.name}" if outcome.slot.name else ""))
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and status.get("errorOnLeaseCount"):
-            self.nm, _changed = maintenance.update_status(self.client, self.nm, {"errorOnLeaseCount": 0, "lastError": ""},
-                                                   self.check_mode)
+            cleared = {"errorOnLeaseCount": 0, "lastError": ""}
+            self.nm = maintenance.update_status(self.client, self.nm, cleared, self.check_mode)[0]
 
 
 def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:

@@ -147,15 +147,41 @@ def in_maintenance(node: Dict[str, Any]) -> bool:
     return bool(node.get("spec", {}).get("unschedulable")) or any(t.get("key") == DRAIN_TAINT for t in taints)
 
 
-class NodeRecorder(threading.Thread):
+class WatchRecorder(threading.Thread):
+    """Looks at a watched collection after every batch of events, until the block ends."""
+
+    def __init__(self, watcher: Watcher) -> None:
+        super().__init__(daemon=True)
+        self.watcher = watcher
+        self._done = threading.Event()
+
+    def _look(self) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        self._look()
+        while not self._done.is_set():
+            self.watcher.drain_events(0.2)
+            self._look()
+
+    def __enter__(self) -> WatchRecorder:
+        self.watcher.start()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._done.set()
+        self.join()
+        self.watcher.close()
+
+
+class NodeRecorder(WatchRecorder):
     """Which of the world's nodes are cordoned or drain-tainted, after every watch event."""
 
     def __init__(self, client: Any, world: Any) -> None:
-        super().__init__(daemon=True)
-        self.watcher = Watcher(client, "/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}={world.id}"})
+        super().__init__(Watcher(client, "/api/v1/nodes", {"labelSelector": f"{WORLD_LABEL}={world.id}"}))
         self.history: List[Set[str]] = []
         self.order: List[str] = []
-        self._done = threading.Event()
 
     def _look(self) -> None:
         now = {o["metadata"]["name"] for o in self.watcher.objects.values() if in_maintenance(o)}
@@ -165,35 +191,17 @@ class NodeRecorder(threading.Thread):
             if name not in self.order:
                 self.order.append(name)
 
-    def run(self) -> None:
-        self._look()
-        while not self._done.is_set():
-            self.watcher.drain_events(0.2)
-            self._look()
-
-    def __enter__(self) -> NodeRecorder:
-        self.watcher.start()
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._done.set()
-        self.join()
-        self.watcher.close()
-
     @property
     def most_at_once(self) -> int:
         return max((len(s) for s in self.history), default=0)
 
 
-class AvailabilityRecorder(threading.Thread):
+class AvailabilityRecorder(WatchRecorder):
     """The fewest Ready, not terminating pods of each app in a namespace, over the run."""
 
     def __init__(self, client: Any, namespace: str) -> None:
-        super().__init__(daemon=True)
-        self.watcher = Watcher(client, f"/api/v1/namespaces/{namespace}/pods")
+        super().__init__(Watcher(client, f"/api/v1/namespaces/{namespace}/pods"))
         self.fewest: Dict[str, int] = {}
-        self._done = threading.Event()
 
     def _look(self) -> None:
         counts: Dict[str, int] = {}
@@ -203,22 +211,6 @@ class AvailabilityRecorder(threading.Thread):
                 counts[app] = counts.get(app, 0) + 1
         for app in set(counts) | set(self.fewest):
             self.fewest[app] = min(self.fewest.get(app, counts.get(app, 0)), counts.get(app, 0))
-
-    def run(self) -> None:
-        self._look()
-        while not self._done.is_set():
-            self.watcher.drain_events(0.2)
-            self._look()
-
-    def __enter__(self) -> AvailabilityRecorder:
-        self.watcher.start()
-        self.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._done.set()
-        self.join()
-        self.watcher.close()
 
 
 # -- what a node looks like afterwards ------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .client import Client
 from .taints import node_path, read_node
@@ -53,6 +53,20 @@ def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: st
     if not check_mode:
         node = client.patch(node_path(name), patch, "merge")
     return before, after, node, True
+
+
+def cordon_ops(node: Dict[str, Any], label_key: str) -> List[Dict[str, Any]]:
+    """JSON Patch operations that cordon the node and set the label, only where needed."""
+    ops: List[Dict[str, Any]] = []
+    if not node.get("spec", {}).get("unschedulable"):
+        ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+    labels = node.get("metadata", {}).get("labels")
+    if labels is None:
+        ops.append({"op": "add", "path": "/metadata/labels", "value": {label_key: "true"}})
+    elif labels.get(label_key) != "true":
+        pointer = label_key.replace("~", "~0").replace("/", "~1")
+        ops.append({"op": "add", "path": f"/metadata/labels/{pointer}", "value": "true"})
+    return ops
 
 
 def is_ready(node: Dict[str, Any]) -> bool:

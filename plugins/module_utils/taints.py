@@ -82,9 +82,13 @@ def read_node(client: Client, name: str) -> Dict[str, Any]:
 
 def apply_taints(client: Client, name: str, wanted: List[Taint], present: bool, check_mode: bool = False,
                  node: Optional[Dict[str, Any]] = None,
-                 before_write: Optional[Callable[[int], None]] = None) -> Tuple[List[Taint], List[Taint], Dict[str, Any], bool]:
+                 before_write: Optional[Callable[[int], None]] = None,
+                 also: Optional[Callable[[Dict[str, Any]], List[Dict[str, Any]]]] = None
+                 ) -> Tuple[List[Taint], List[Taint], Dict[str, Any], bool]:
     """Make the node carry (or not) ``wanted``. Returns (before, after, node, changed).
 
+    ``also`` gives, for the node as read, more JSON Patch operations to apply in the same
+    request (cordon and label with the taints, so nothing sees one without the other).
     ``before_write`` is called before each write attempt (tests use it to race a writer).
     """
     validate_taints(wanted)
@@ -96,14 +100,15 @@ def apply_taints(client: Client, name: str, wanted: List[Taint], present: bool, 
         if first_before is None:
             first_before = current
         new = desired_taints(current, wanted, present)
-        if new == current:
+        more = also(node) if also else []
+        if new == current and not more:
             return first_before, current, node, attempt > 0
         if check_mode:
             return first_before, new, node, True
         if before_write:
             before_write(attempt)
         try:
-            node = client.patch(node_path(name), guarded_patch(raw, new), "json")
+            node = client.patch(node_path(name), guarded_patch(raw, new) + more, "json")
             return first_before, new, node, True
         except UnprocessableEntity:
             node = read_node(client, name)  # someone else wrote the taints: start from theirs

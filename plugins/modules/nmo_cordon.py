@@ -84,28 +84,17 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import events, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils import events, lifecycle
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION, mark
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):
-    cordon = params["state"] == "cordoned"
-    before, after, node, changed = mark(client, params["node"], cordon, params["label_key"],
-                                        cordon if params["label"] else None, check_mode,
-                                        annotations=params["annotations"])
-    if changed and before != after:  # an annotation alone is not worth an event
-        recorder = events.EventRecorder(client, check_mode)
-        if cordon and params["maintenance"]:
-            nm = maintenance.get(client, params["maintenance"])
-            if nm:
-                recorder.record(nm, events.CORDON, f"Cordoned node {params['node']}")
-        elif not cordon:
-            node.setdefault("apiVersion", "v1")
-            node.setdefault("kind", "Node")
-            recorder.record(node, events.UNCORDON_NODE)
-    return {"changed": changed, "before": before, "after": after,
-            "diff": {"before": before, "after": after}}
+    done = lifecycle.cordon(client, events.EventRecorder(client, check_mode), params["node"],
+                            params["state"] == "cordoned", params["label_key"], params["label"], check_mode,
+                            params["maintenance"], params["annotations"])
+    return {"changed": done["changed"], "before": done["before"], "after": done["after"],
+            "diff": {"before": done["before"], "after": done["after"]}}
 
 
 def main():

@@ -172,10 +172,9 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.taints import read_node
 
 STATUS_OPTIONS = {
     "phase": {"type": "str", "choices": list(crd.PHASES)},
@@ -189,25 +188,6 @@ STATUS_OPTIONS = {
 }
 
 
-def _view(nm):
-    if nm is None:
-        return {}
-    return {"name": nm["metadata"]["name"], "spec": nm.get("spec", {}), "status": nm.get("status", {})}
-
-
-def _record(client, recorder, nm, specs, node_name):
-    node = None
-    for spec in specs:
-        target = nm
-        if spec.get("on") == "node":
-            if node is None:
-                node = read_node(client, node_name)
-                node.setdefault("apiVersion", "v1")
-                node.setdefault("kind", "Node")
-            target = node
-        recorder.record(target, spec["reason"], spec.get("text"), spec.get("type"))
-
-
 def _maintenance(client, params, check_mode, result, recorder):
     node = params["node"]
     if not node:
@@ -217,23 +197,18 @@ def _maintenance(client, params, check_mode, result, recorder):
         result.update(created=False, deleted=False, maintenance=maintenance.summary(nm))
         if nm is None:
             return
-        _record(client, recorder, nm, params["events"], node)
-        result["deleted"] = maintenance.delete(client, nm, check_mode)
-        if result["deleted"]:
-            recorder.record(nm, events.REMOVED_MAINTENANCE)
+        lifecycle.record_on(client, recorder, nm, params["events"], node)
+        result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm, check_mode)
         result["changed"] = result["deleted"]
-        result["diff"] = {"before": _view(nm), "after": {}}
+        result["diff"] = {"before": lifecycle.view(nm), "after": {}}
         return
-    before = maintenance.find(client, node)
-    nm, created = maintenance.ensure(client, node, params["reason"], params["name"], check_mode)
-    if created:
-        recorder.record(nm, events.BEGIN_MAINTENANCE)
+    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode)
     status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
-    nm, status_changed = maintenance.update_status(client, nm, status, check_mode)
-    _record(client, recorder, nm, params["events"], node)
-    result.update(created=created, maintenance=maintenance.summary(nm),
-                  changed=result["changed"] or created or status_changed or bool(params["events"]),
-                  diff={"before": _view(before), "after": _view(nm)})
+    nm, status_changed = maintenance.update_status(client, made["nm"], status, check_mode)
+    lifecycle.record_on(client, recorder, nm, params["events"], node)
+    result.update(created=made["created"], maintenance=maintenance.summary(nm),
+                  changed=result["changed"] or made["created"] or status_changed or bool(params["events"]),
+                  diff={"before": lifecycle.view(made["before"]), "after": lifecycle.view(nm)})
 
 
 def core(client, params, check_mode):

@@ -1,0 +1,216 @@
+"""The two ends of a node's maintenance, each as one call.
+
+``begin`` is design steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
+behind the etcd guard, the maintenance taints, then cordon and the exclude-from-remediation
+label. ``end`` is step 9 in NMO's order: uncordon and unlabel first (so the control plane's
+own ``node.kubernetes.io/unschedulable`` taint does not come back), the taints, the leases,
+and last the NodeMaintenance that said who did all this.
+
+Both stop at the first error. The error then carries ``reached``, the steps that were done,
+so that whoever rolls back undoes exactly those and leaves alone what was not ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional
+
+from . import crd, disruption, events, maintenance
+from .client import Client
+from .errors import InputError, NmoError
+from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, is_ready, mark, marking
+from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
+
+BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
+END_STEPS = ("uncordon", "taints", "lease", "maintenance")
+
+
+@dataclass
+class Options:
+    node: str
+    lease: disruption.Request
+    name: Optional[str] = None
+    reason: str = ""
+    install_crd: bool = False
+    label_key: str = EXCLUDE_FROM_REMEDIATION
+    annotations: Optional[Dict[str, Optional[str]]] = None
+    end_events: List[Dict[str, Any]] = field(default_factory=list)
+
+    def validate(self) -> None:
+        if not self.node:
+            raise InputError("node is required")
+        if not self.label_key:
+            raise InputError("label_key must not be empty")
+        self.lease.validate()
+
+
+class Progress:
+    """Which steps are done; an error leaving a step carries the list."""
+
+    def __init__(self) -> None:
+        self.reached: List[str] = []
+
+    def done(self, step: str) -> None:
+        self.reached.append(step)
+
+    def fail(self, exc: NmoError) -> NmoError:
+        exc.details["reached"] = list(self.reached)
+        return exc
+
+
+# -- steps shared with the single-purpose modules ------------------------------------------------
+def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
+                       name: Optional[str], check_mode: bool) -> Dict[str, Any]:
+    """The node's NodeMaintenance, created with a BeginMaintenance event when missing."""
+    before = maintenance.find(client, node)
+    nm, created = maintenance.ensure(client, node, reason, name, check_mode)
+    if created:
+        recorder.record(nm, events.BEGIN_MAINTENANCE)
+    return {"nm": nm, "before": before, "created": created}
+
+
+def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optional[Dict[str, Any]],
+                       check_mode: bool) -> bool:
+    """Delete it (RemovedMaintenance event); False when there was nothing to delete."""
+    if nm is None:
+        return False
+    deleted = maintenance.delete(client, nm, check_mode)
+    if deleted:
+        recorder.record(nm, events.REMOVED_MAINTENANCE)
+    return deleted
+
+
+def record_on(client: Client, recorder: events.EventRecorder, nm: Dict[str, Any], specs: List[Dict[str, Any]],
+              node_name: str) -> None:
+    """Record the events of ``specs`` (reason, text, type, on: maintenance | node)."""
+    node = None
+    for spec in specs:
+        target = nm
+        if spec.get("on") == "node":
+            if node is None:
+                node = read_node(client, node_name)
+                node.setdefault("apiVersion", "v1")
+                node.setdefault("kind", "Node")
+            target = node
+        recorder.record(target, spec["reason"], spec.get("text"), spec.get("type"))
+
+
+def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedulable: bool, label_key: str,
+           label: bool, check_mode: bool, maintenance_name: Optional[str] = None,
+           annotations: Optional[Dict[str, Optional[str]]] = None,
+           node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the Node)."""
+    before, after, node, changed = mark(client, name, unschedulable, label_key,
+                                        unschedulable if label else None, check_mode, node=node,
+                                        annotations=annotations)
+    if changed and before != after:  # an annotation alone is not worth an event
+        if unschedulable and maintenance_name:
+            nm = maintenance.get(client, maintenance_name)
+            if nm:
+                recorder.record(nm, events.CORDON, f"Cordoned node {name}")
+        elif not unschedulable:
+            node.setdefault("apiVersion", "v1")
+            node.setdefault("kind", "Node")
+            recorder.record(node, events.UNCORDON_NODE)
+    return {"before": before, "after": after, "node": node, "changed": changed}
+
+
+# -- the two calls ---------------------------------------------------------------------------------
+def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+    opts.validate()
+    recorder = events.EventRecorder(client, check_mode)
+    progress = Progress()
+    result: Dict[str, Any] = {"node": opts.node, "state": "present"}
+    changed = False
+    try:
+        if opts.install_crd:
+            result["crd"] = crd.ensure(client, check_mode)
+            changed = result["crd"]["changed"]
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode)
+        nm = made["nm"]
+        name = nm["metadata"]["name"]
+        result.update(created=made["created"], maintenance=maintenance.summary(nm))
+        progress.done("maintenance")
+
+        # a NodeMaintenance that only check mode imagined cannot be named to the guard
+        lease = disruption.acquire(client, replace(opts.lease, node=opts.node,
+                                                   maintenance=None if check_mode and made["created"] else name),
+                                   check_mode)
+        progress.done("lease")
+
+        # taints, cordon and label in one guarded JSON Patch: the node lifecycle controller
+        # strips node.kubernetes.io/unschedulable from a node that is not (yet) cordoned
+        seen: Dict[str, Any] = {}
+
+        def cordon_too(node: Dict[str, Any]) -> List[Dict[str, Any]]:
+            seen.setdefault("before", marking(node, opts.label_key))
+            return cordon_ops(node, opts.label_key)
+
+        taints_before, taints_after, node, tainted = apply_taints(client, opts.node, MAINTENANCE_TAINTS, True,
+                                                                  check_mode, also=cordon_too)
+        progress.done("taints")
+        cordoned = {"before": seen["before"], "after": {"unschedulable": True, "label": True}, "node": node}
+        cordoned["changed"] = cordoned["before"] != cordoned["after"]
+        if cordoned["changed"]:
+            recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
+        progress.done("cordon")
+    except NmoError as exc:
+        raise progress.fail(exc) from None
+    result.update(
+        changed=changed or made["created"] or lease["changed"] or tainted or cordoned["changed"],
+        reached=progress.reached,
+        lease={k: lease.get(k) for k in ("slot", "lease", "expires", "waited", "etcd", "holders", "acquired",
+                                        "would_wait", "blocked") if k in lease},
+        waited=lease.get("waited", 0.0),
+        taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
+        events=recorder.recorded, warnings=lease.get("warnings", []),
+        diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"], "taints": taints_before,
+                         **cordoned["before"]},
+              "after": {"maintenance": view(nm), **lease["diff"]["after"], "taints": taints_after,
+                        **cordoned["after"]}})
+    return result
+
+
+def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+    opts.validate()
+    recorder = events.EventRecorder(client, check_mode)
+    progress = Progress()
+    result: Dict[str, Any] = {"node": opts.node, "state": "absent"}
+    try:
+        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        name = nm["metadata"]["name"] if nm else None
+        uncordoned = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
+                            annotations=opts.annotations)
+        progress.done("uncordon")
+
+        taints_before, taints_after, node, untainted = apply_taints(client, opts.node, MAINTENANCE_TAINTS, False,
+                                                                    check_mode, node=uncordoned["node"])
+        progress.done("taints")
+
+        released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name), check_mode)
+        progress.done("lease")
+
+        if nm is not None:
+            record_on(client, recorder, nm, opts.end_events, opts.node)
+        deleted = remove_maintenance(client, recorder, nm, check_mode)
+        progress.done("maintenance")
+    except NmoError as exc:
+        raise progress.fail(exc) from None
+    result.update(
+        changed=uncordoned["changed"] or untainted or released["changed"] or deleted,
+        reached=progress.reached, maintenance=maintenance.summary(nm), deleted=deleted,
+        released=released["released"], not_released=released["not_released"],
+        taints=taints_after, cordon=uncordoned["after"], ready=is_ready(node),
+        events=recorder.recorded, warnings=released.get("warnings", []),
+        diff={"before": {"maintenance": view(nm), **released["diff"]["before"], "taints": taints_before,
+                         **uncordoned["before"]},
+              "after": {"maintenance": {}, **released["diff"]["after"], "taints": taints_after,
+                        **uncordoned["after"]}})
+    return result
+
+
+def view(nm: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    if nm is None:
+        return {}
+    return {"name": nm["metadata"]["name"], "spec": nm.get("spec", {}), "status": nm.get("status", {})}
+

@@ -1,0 +1,266 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_maintenance
+short_description: Put a node in maintenance, or take it out, in one call
+version_added: "0.1.0"
+description:
+  - The begin and the end of a node's maintenance, each as one module call, so a rolling
+    maintenance spends one Ansible task (not four) on each. The steps are those of
+    M(nmo.maintenance.nmo_crd), M(nmo.maintenance.nmo_lease), M(nmo.maintenance.nmo_taint)
+    and M(nmo.maintenance.nmo_cordon), with the same guarantees and events.
+  - O(state=present), in order. The node's C(NodeMaintenance) (phase C(Pending),
+    C(BeginMaintenance)); the etcd quorum guard for a control-plane node, a maintenance slot
+    and the medik8s node lease (waiting for them with O(wait=true)); the maintenance taints
+    C(node.kubernetes.io/unschedulable:NoSchedule) and C(medik8s.io/drain:NoSchedule),
+    keeping every other taint; cordon and the exclude-from-remediation label (C(Cordon)).
+  - O(state=absent), in order. Uncordon, remove the label and set O(annotations)
+    (C(UncordonNode)); remove the maintenance taints; release our node lease and slots;
+    record O(events) on the C(NodeMaintenance), then delete it (C(RemovedMaintenance)).
+  - Each call stops at the first error. The failure carries C(reached), the steps that were
+    done, so a rollback undoes exactly those.
+  - A rerun does only what is missing; a node already as asked gives C(changed=false),
+    except that O(state=present) renews the leases it holds.
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description:
+      - Reads, and reports what each step would write; writes nothing, not even events.
+      - Where a real run would wait for the leases, the result says so in C(lease.would_wait).
+  diff_mode:
+    support: full
+    description: Shows the NodeMaintenance, the leases, the taints, cordon and label before and after.
+options:
+  node:
+    description: Name of the node.
+    type: str
+    required: true
+  state:
+    description:
+      - V(present) puts the node in maintenance (everything before the drain); V(absent)
+        returns it to service and deletes its C(NodeMaintenance).
+    type: str
+    choices: [present, absent]
+    default: present
+  name:
+    description:
+      - Name of the C(NodeMaintenance). Default C(maintenance-) plus the node name without a
+        C(node-) prefix; an existing one for the node is used whatever its name.
+    type: str
+  reason:
+    description: C(spec.reason) of a new C(NodeMaintenance).
+    type: str
+    default: ""
+  install_crd:
+    description: With O(state=present), install or upgrade the NodeMaintenance CRD first.
+    type: bool
+    default: false
+  concurrency:
+    description: How many nodes may be under maintenance at once, across every run against the cluster.
+    type: int
+    default: 1
+  duration:
+    description: Seconds the node lease and the slot stay valid without renewal.
+    type: int
+    default: 3600
+  slot_prefix:
+    description: Prefix of the maintenance slot leases; runs that share the limit use the same prefix.
+    type: str
+    default: nmo-maintenance-slot
+  wait:
+    description:
+      - With O(state=present), V(true) waits for the slot, the node lease and the etcd guard
+        until O(timeout); V(false) fails at once, naming who holds what.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait for the leases with O(wait=true).
+    type: int
+    default: 600
+  etcd_guard:
+    description: Which etcd quorum guard applies to control-plane nodes (see M(nmo.maintenance.nmo_lease)).
+    type: str
+    choices: [auto, kubeadm, openshift, none]
+    default: auto
+  etcd_pod_selector:
+    description: Label selector of the etcd pods (kubeadm flavour).
+    type: str
+    default: component=etcd
+  etcd_pod_namespace:
+    description: Namespace of the etcd pods (kubeadm flavour).
+    type: str
+    default: kube-system
+  etcd_guard_namespace:
+    description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
+    type: str
+    default: openshift-etcd
+  label_key:
+    description: The label that excludes the node from remediation. Node Health Check reads the default.
+    type: str
+    default: remediation.medik8s.io/exclude-from-remediation
+  annotations:
+    description:
+      - With O(state=absent), node annotations to set in the uncordon request (a null value
+        removes one). The role marks a node done for a campaign with it.
+    type: dict
+  events:
+    description:
+      - With O(state=absent), events to record on the C(NodeMaintenance) before it is deleted,
+        for example C(SucceedMaintenance).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      reason:
+        description: The event's reason.
+        type: str
+        required: true
+      text:
+        description: The event's message; default the design's message for a known reason.
+        type: str
+      type:
+        description: V(Normal) or V(Warning); default the design's type for a known reason.
+        type: str
+        choices: [Normal, Warning]
+      "on":
+        description: V(maintenance) records it on the C(NodeMaintenance), V(node) on the Node.
+        type: str
+        choices: [maintenance, node]
+        default: maintenance
+notes:
+  - The single-purpose modules remain for playbooks that want one step at a time.
+"""
+
+EXAMPLES = r"""
+- name: Put node-worker-01 in maintenance, waiting up to 30 minutes for our turn
+  nmo.maintenance.nmo_maintenance:
+    node: node-worker-01
+    reason: Hardware memory upgrade
+    install_crd: true
+    timeout: 1800
+  delegate_to: localhost
+  register: begun
+
+- name: Back in service, and the NodeMaintenance says it went well before it goes
+  nmo.maintenance.nmo_maintenance:
+    node: node-worker-01
+    state: absent
+    events:
+      - reason: SucceedMaintenance
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+reached:
+  description:
+    - The steps done, in order. V(maintenance), V(lease), V(taints), V(cordon) for
+      O(state=present); V(uncordon), V(taints), V(lease), V(maintenance) for O(state=absent).
+  returned: always, and with a failure
+  type: list
+  elements: str
+maintenance:
+  description: The NodeMaintenance (name, phase, drainProgress, pendingPods, lastError).
+  returned: always
+  type: dict
+created:
+  description: Whether the NodeMaintenance was created by this call.
+  returned: state=present
+  type: bool
+deleted:
+  description: Whether the NodeMaintenance was deleted by this call.
+  returned: state=absent
+  type: bool
+lease:
+  description: The slot and node lease held (slot, lease, expires, waited, etcd, holders, acquired).
+  returned: state=present
+  type: dict
+waited:
+  description: Seconds spent waiting for the leases.
+  returned: state=present
+  type: float
+released:
+  description: The leases deleted.
+  returned: state=absent
+  type: list
+  elements: dict
+not_released:
+  description: Leases left in place because someone else holds them.
+  returned: state=absent
+  type: list
+  elements: dict
+taints:
+  description: The node's taints afterwards (or as they would be, in check mode).
+  returned: always
+  type: list
+  elements: dict
+cordon:
+  description: C(unschedulable) and C(label) afterwards.
+  returned: always
+  type: dict
+ready:
+  description: Whether the node's C(Ready) condition was C(True) when it was last read.
+  returned: always
+  type: bool
+events:
+  description: The events recorded (reason, object, count).
+  returned: always
+  type: list
+  elements: dict
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, etcd_guard, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
+
+
+def core(client, params, check_mode):
+    lease = disruption.Request(
+        node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
+        slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
+        etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"], params["etcd_pod_namespace"],
+                                params["etcd_guard_namespace"]))
+    opts = lifecycle.Options(node=params["node"], lease=lease, name=params["name"], reason=params["reason"],
+                             install_crd=params["install_crd"], label_key=params["label_key"],
+                             annotations=params["annotations"], end_events=params["events"])
+    if params["state"] == "absent":
+        return lifecycle.end(client, opts, check_mode)
+    return lifecycle.begin(client, opts, check_mode)
+
+
+def main():
+    run({"node": {"type": "str", "required": True},
+         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+         "name": {"type": "str"},
+         "reason": {"type": "str", "default": ""},
+         "install_crd": {"type": "bool", "default": False},
+         "concurrency": {"type": "int", "default": 1},
+         "duration": {"type": "int", "default": 3600},
+         "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
+         "wait": {"type": "bool", "default": True},
+         "timeout": {"type": "int", "default": 600},
+         "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
+         "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
+         "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
+         "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
+         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+         "annotations": {"type": "dict"},
+         "events": {"type": "list", "elements": "dict", "default": [], "options": {
+             "reason": {"type": "str", "required": True},
+             "text": {"type": "str"},
+             "type": {"type": "str", "choices": ["Normal", "Warning"]},
+             "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}, core)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""nmo_maintenance: the begin and the end of a node's maintenance, each one module call."""
+
+from typing import Any, Dict
+
+import pytest
+from helpers import run_module
+from topology import WORLD_LABEL
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases
+
+from .maintenance_support import (
+    leases_naming,
+    maintenance_of,
+    nm_name,
+    node_clean,
+    reasons_of,
+    wait_clean,
+)
+
+pytestmark = pytest.mark.cluster
+
+USER_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+LABEL = "remediation.medik8s.io/exclude-from-remediation"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nm_crd(cluster: Any) -> None:
+    crd.ensure(cluster.client)
+
+
+def args(world: Any, node: str, **extra: Any) -> Dict[str, Any]:
+    return {"node": node, "slot_prefix": f"t{world.id}-slot",
+            "etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}", **extra}
+
+
+def node_of(cluster: Any, node: str) -> Dict[str, Any]:
+    return cluster.client.get(f"/api/v1/nodes/{node}")
+
+
+def test_begin_then_end_each_in_one_call(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    cluster.client.patch(f"/api/v1/nodes/{node}", {"spec": {"taints": [USER_TAINT]}}, "merge")
+    prefix = f"t{world.id}-slot"
+
+    checked = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig,
+                         check=True, diff=True)
+    assert checked["changed"] and not checked.get("failed"), checked.get("msg")
+    assert maintenance_of(cluster.client, node) is None and leases_naming(cluster.client, [node], prefix) == []
+    assert node_clean(cluster.client, node) is None, "check mode wrote"
+
+    begun = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig, diff=True)
+    assert begun["changed"] and not begun.get("failed"), begun.get("msg")
+    assert begun["reached"] == ["maintenance", "lease", "taints", "cordon"]
+    assert begun["created"] and begun["maintenance"]["name"] == nm_name(node) and begun["ready"] is True
+    nm = maintenance_of(cluster.client, node)
+    assert nm["spec"]["reason"] == "disk swap" and nm["status"]["phase"] == "Pending"
+    obj = node_of(cluster, node)
+    assert obj["spec"]["unschedulable"] is True and obj["metadata"]["labels"][LABEL] == "true"
+    assert [(t["key"], t["effect"]) for t in obj["spec"]["taints"]][:2] == [
+        ("node.kubernetes.io/unschedulable", "NoSchedule"), ("medik8s.io/drain", "NoSchedule")]
+    assert USER_TAINT in obj["spec"]["taints"], "a user taint was lost"
+    lease = cluster.client.get(leases.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
+    assert lease["spec"]["holderIdentity"] == leases.HOLDER
+    assert begun["lease"]["slot"] == f"{prefix}-0"
+    story = reasons_of(cluster.client, nm_name(node))
+    assert [r for r in ("BeginMaintenance", "LeaseAcquired", "Cordon") if r not in story] == [], story
+    assert begun["diff"]["after"]["unschedulable"] is True and begun["diff"]["before"]["unschedulable"] is False
+
+    again = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig)
+    assert not again.get("failed") and not again["created"], again.get("msg")
+    assert again["reached"] == begun["reached"]
+    assert reasons_of(cluster.client, nm_name(node)).count("BeginMaintenance") == 1
+
+    end_args = args(world, node, state="absent", events=[{"reason": "SucceedMaintenance"}],
+                    annotations={"nmo.maintenance/campaign": "w48"})
+    checked = run_module("nmo_maintenance", end_args, cluster.kubeconfig, check=True)
+    assert checked["changed"] and maintenance_of(cluster.client, node) is not None, "check mode deleted"
+    assert node_of(cluster, node)["spec"]["unschedulable"] is True, "check mode uncordoned"
+
+    ended = run_module("nmo_maintenance", end_args, cluster.kubeconfig)
+    assert ended["changed"] and not ended.get("failed"), ended.get("msg")
+    assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"]
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], prefix) == []
+    wait_clean(cluster.client, [node])
+    obj = node_of(cluster, node)
+    assert obj["spec"]["taints"] == [USER_TAINT] and obj["metadata"]["annotations"]["nmo.maintenance/campaign"] == "w48"
+    story = reasons_of(cluster.client, nm_name(node))
+    assert "SucceedMaintenance" in story and "RemovedMaintenance" in story and "LeaseReleased" in story
+    assert "UncordonNode" in reasons_of(cluster.client, node)
+
+    idle = run_module("nmo_maintenance", end_args, cluster.kubeconfig)
+    assert not idle.get("failed") and not idle["changed"], idle
+
+
+def test_blocked_begin_says_how_far_it_got_and_leaves_the_node_alone(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    leases.ensure_namespace(cluster.client)
+    body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
+                            leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
+    cluster.client.post(leases.leases_path(leases.LEASE_NAMESPACE), body)
+
+    blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
+    assert blocked.get("failed") and "node-healthcheck-x" in blocked["msg"], blocked
+    assert blocked["reached"] == ["maintenance"], blocked
+    assert maintenance_of(cluster.client, node)["status"]["phase"] == "Pending"
+    assert node_clean(cluster.client, node) is None, "the node was touched without its leases"
+
+
+def test_missing_node_is_refused_with_nothing_created(cluster, world):
+    missing = f"node-{world.id}-absent"
+    refused = run_module("nmo_maintenance", args(world, missing), cluster.kubeconfig)
+    assert refused.get("failed") and refused["msg"] == f'node "{missing}" not found in cluster', refused
+    assert refused["reached"] == []
+    assert maintenance_of(cluster.client, missing) is None

@@ -154,3 +154,17 @@ def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         "lastUpdate": status.get("lastUpdate", ""),
         "created": nm["metadata"].get("creationTimestamp", ""),
     }
+
+
+def progress_line(node: str, nm: Optional[Dict[str, Any]], elapsed: float) -> str:
+    """One line on a running drain, for the playbook output: node, drainProgress, pending pods."""
+    if nm is None:
+        return f"{node}: draining for {elapsed:.0f} s (no NodeMaintenance to read progress from)"
+    status = nm.get("status") or {}
+    pending = status.get("pendingPods") or []
+    line = f"{node}: drainProgress {status.get('drainProgress', 0)}%, {len(pending)} pending pod(s)"
+    if pending:
+        line += ": " + ", ".join(pending)
+    if status.get("lastError"):
+        line += "; last error: " + status["lastError"]
+    return line + f" ({elapsed:.0f} s)"

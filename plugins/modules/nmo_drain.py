@@ -97,6 +97,13 @@ options:
     description: Seconds between two evictions of a pod that a PodDisruptionBudget refused.
     type: float
     default: 1
+  progress_interval:
+    description:
+      - Seconds between two progress lines in the playbook output while the drain runs (node,
+        C(drainProgress), pending pods and last error, read from the NodeMaintenance by the
+        controller). V(0) (or less) prints none. Not printed in check mode or when the task runs with C(async).
+    type: float
+    default: 10
 """
 
 EXAMPLES = r"""
@@ -216,7 +223,8 @@ def main():
          "delete_fallback_after": {"type": "float"},
          "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
          "parallelism": {"type": "int", "default": 32},
-         "retry_delay": {"type": "float", "default": 1}},
+         "retry_delay": {"type": "float", "default": 1},
+         "progress_interval": {"type": "float", "default": 10}},
         core, pool_size=lambda p: max(int(p["parallelism"] or 1), 1) + 2)
 
 

@@ -56,6 +56,9 @@ def cluster_env() -> Dict[str, str]:
     return found
 
 
+DRAIN_TASK = "Drain | Evict the pods (PodDisruptionBudgets respected)"  # the role's drain task
+
+
 @dataclass
 class Tools:
     cluster: Dict[str, str]
@@ -135,7 +138,7 @@ class Tools:
         book = ROOT / "playbooks" / "maintenance.yml" if tool == NMO else PLAYBOOKS / "k8s_drain_rollout.yml"
         run = self.playbook(tool, book, ["-i", inventory, "-l", limit], timeout)
         if tool == NMO:
-            drains = [r["result"] for r in run.extra["records"] if r["task"].endswith("Drain | Result")]
+            drains = [r["result"] for r in run.extra["records"] if r["task"].endswith(DRAIN_TASK)]
             run.extra["drains"] = len(drains)
             run.extra["drain_elapsed"] = round(sum(float(d.get("elapsed") or 0) for d in drains), 2)
         else:

@@ -68,7 +68,9 @@ def test_job_through_ansible_runner_leaves_a_per_node_summary_and_events(cluster
 
     ok = [e for e in events if e["event"] == "runner_on_ok"]
     tasks = {e["event_data"]["task"] for e in ok}
-    assert {"Begin | Cordon and exclude from remediation", "Drain | Result", "End | Delete the NodeMaintenance"} <= tasks
+    assert {"Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label",
+            "Drain | Evict the pods (PodDisruptionBudgets respected)",
+            "End | Uncordon, remove the label and the taints, release the leases, delete the NodeMaintenance"} <= tasks
     asked = [e for e in ok if e["event_data"]["task"] == "Confirm | No terminal to ask on"]
     assert {e["event_data"]["host"] for e in asked} == {w1, w2}, "confirmation must not prompt under AWX"
     assert not [e for e in ok if e["event_data"]["task"] == "Confirm | Return the node to service?"]

@@ -81,7 +81,7 @@ def test_workers_one_at_a_time_without_breaking_a_pdb(cluster, world, user, tmp_
         story = reasons_of(cluster.client, nm_name(node))
         assert [r for r in STORY if r not in story] == [], f"{node}: events {story}"
         assert "UncordonNode" in reasons_of(cluster.client, node)
-    drained = result.task("Drain | Result")
+    drained = result.task("Drain | Evict the pods (PodDisruptionBudgets respected)")
     assert sum(len(r["result"]["evicted"]) for r in drained) >= 8, "the drains evicted the workloads' pods"
     assert "Drain" in reasons_of(cluster.client, nm_name(drained[0]["host"]))
 
@@ -162,7 +162,7 @@ def test_killed_during_a_drain_then_rerun_resumes_and_finishes(cluster, world, u
                              "kubevirt-disruption-budget-vm-order-processing", {"spec": {"minAvailable": 0}}, "merge")
         again = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
         assert again.proc.returncode == 0, again.output[-4000:]
-    resumed = [r["host"] for r in again.task("Begin | NodeMaintenance for the node (phase Pending)")]
+    resumed = [r["host"] for r in again.task("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label")]
     assert resumed[0] == w2, f"the rerun did not resume worker-02 first: {resumed}"
     assert nodes.order[:2] == [w1, w2] and w3 in nodes.order and nodes.most_at_once == 1, nodes.history
     assert_nothing_left(cluster, world, world.nodes)

@@ -92,8 +92,8 @@ class ActionModule(ActionBase):
             printer = ProgressPrinter(self._task.args, interval)
             printer.start()
         try:
-            result = merge_hash(result, self._execute_module(module_name=MODULE, task_vars=task_vars,
-                                                              wrap_async=wrap_async))
+            done = self._execute_module(module_name=MODULE, task_vars=task_vars, wrap_async=wrap_async)
+            result = merge_hash(result, done)
         finally:
             if printer is not None:
                 printer.stop()

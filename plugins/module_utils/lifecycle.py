@@ -23,6 +23,7 @@ from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
 END_STEPS = ("uncordon", "taints", "lease", "maintenance")
+LEASE_FIELDS = ("slot", "lease", "expires", "waited", "etcd", "holders", "acquired", "would_wait", "blocked")
 
 
 @dataclass
@@ -159,8 +160,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     result.update(
         changed=changed or made["created"] or lease["changed"] or tainted or cordoned["changed"],
         reached=progress.reached,
-        lease={k: lease.get(k) for k in ("slot", "lease", "expires", "waited", "etcd", "holders", "acquired",
-                                        "would_wait", "blocked") if k in lease},
+        lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
         waited=lease.get("waited", 0.0),
         taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
         events=recorder.recorded, warnings=lease.get("warnings", []),
@@ -213,4 +213,3 @@ def view(nm: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     if nm is None:
         return {}
     return {"name": nm["metadata"]["name"], "spec": nm.get("spec", {}), "status": nm.get("status", {})}
-

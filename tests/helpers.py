@@ -93,12 +93,12 @@ def run_playbook(plays: Any, kubeconfig: Optional[str] = None, args: Optional[Li
 
 
 def run_module(module: str, args: Dict[str, Any], kubeconfig: Optional[str] = None, check: bool = False,
-               diff: bool = False, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+               diff: bool = False, env: Optional[Dict[str, str]] = None, verbose: bool = False) -> Dict[str, Any]:
     """Run one module on localhost through ansible-playbook; return its result dict."""
     name = module if "." in module else f"nmo.maintenance.{module}"
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "under test", name: args, "ignore_errors": True}]}]
-    flags = (["--check"] if check else []) + (["--diff"] if diff else [])
+    flags = (["--check"] if check else []) + (["--diff"] if diff else []) + (["-vvv"] if verbose else [])
     run = run_playbook(play, kubeconfig, flags, env)
     result = run.last(name.rsplit(".", 1)[-1])
     result["_stdout"] = run.stdout

@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nmo_drain, plus a progress line every progress_interval seconds while the module works.
+"""nmo_drain, plus a progress line every progress_interval seconds while it works.
 
-The module runs as any module does. Beside it, a thread on the controller reads the node's
-NodeMaintenance (the status the drain keeps current) and prints where the drain stands:
+The drain runs as every module of the collection does (see plugin_utils/in_process.py).
+Beside it, a thread on the controller reads the node's NodeMaintenance (the status the
+drain keeps current) and prints where the drain stands:
 the operator watching the play sees progress without a second task polling an async job,
 which would cost an Ansible task (about half a second) a round.
 """
@@ -14,13 +15,11 @@ import threading
 import time
 
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
-from ansible.utils.vars import merge_hash
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import NmoAction
 
 display = Display()
-
-MODULE = "nmo.maintenance.nmo_drain"
 
 
 class ProgressPrinter(threading.Thread):
@@ -75,28 +74,20 @@ class ProgressPrinter(threading.Thread):
         return self.client
 
 
-class ActionModule(ActionBase):
-    _supports_check_mode = True
-    _supports_async = True
+class ActionModule(NmoAction):
+    module = "nmo_drain"
 
     def run(self, tmp=None, task_vars=None):
-        result = super().run(tmp, task_vars)
-        del tmp
-        wrap_async = self._task.async_val and not self._connection.has_native_async
         try:
             interval = float(self._task.args.get("progress_interval", 10) or 0)
         except (TypeError, ValueError):
             interval = 0  # the module refuses the value itself, with its own message
         printer = None
-        if interval > 0 and not wrap_async and not self._play_context.check_mode:
+        if interval > 0 and not self._task.async_val and not self._task.check_mode:
             printer = ProgressPrinter(self._task.args, interval)
             printer.start()
         try:
-            done = self._execute_module(module_name=MODULE, task_vars=task_vars, wrap_async=wrap_async)
-            result = merge_hash(result, done)
+            return super().run(tmp, task_vars)
         finally:
             if printer is not None:
                 printer.stop()
-        if not wrap_async:
-            self._remove_tmp_path(self._connection._shell.tmpdir)
-        return result

@@ -31,23 +31,36 @@ for _name, _env in CONNECTION_ENV.items():
 CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
 
 
+def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: bool,
+            pool_size: Optional[Callable[[Dict[str, Any]], int]] = None, client: Optional[Client] = None
+            ) -> Dict[str, Any]:
+    """Validated parameters in, the module's result out (``failed`` and ``msg`` on an NmoError).
+
+    Shared by the module (``run``) and by the controller-side action plugins, which call it
+    in their own process when the module would run on the controller anyway.
+    """
+    if isinstance(params.get("kubeconfig"), dict):
+        return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
+    try:
+        client = client or connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
+        result = core(client, params, check_mode)
+    except NmoError as exc:
+        details = {k: v for k, v in exc.details.items() if v is not None}
+        return {**details, "failed": True, "msg": exc.message}
+    if not diff:
+        result.pop("diff", None)
+    result.setdefault("changed", False)
+    result.setdefault("api_requests", client.requests)
+    return result
+
+
 def run(argument_spec: Dict[str, Any], core: CoreFunction, pool_size: Optional[Callable[[Dict[str, Any]], int]] = None,
         **module_kwargs: Any) -> None:
     module = AnsibleModule(argument_spec={**CONNECTION_SPEC, **argument_spec}, supports_check_mode=True,
                            **module_kwargs)
-    params = dict(module.params)
-    if isinstance(params.get("kubeconfig"), dict):
-        module.fail_json(msg="kubeconfig as a dict is not supported: give the path of a kubeconfig file")
-    try:
-        client = connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
-        result = core(client, params, module.check_mode)
-    except NmoError as exc:
-        details = {k: v for k, v in exc.details.items() if v is not None}
-        module.fail_json(msg=exc.message, **details)
+    result = execute(dict(module.params), core, module.check_mode, module._diff, pool_size)
     for warning in result.pop("warnings", []):
         module.warn(warning)
-    if not module._diff:
-        result.pop("diff", None)
-    result.setdefault("changed", False)
-    result.setdefault("api_requests", client.requests)
+    if result.pop("failed", False):
+        module.fail_json(**result)
     module.exit_json(**result)

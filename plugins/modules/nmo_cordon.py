@@ -97,13 +97,17 @@ def core(client, params, check_mode):
             "diff": {"before": done["before"], "after": done["after"]}}
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["cordoned", "uncordoned"], "default": "cordoned"},
+    "label": {"type": "bool", "default": True},
+    "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+    "maintenance": {"type": "str"},
+    "annotations": {"type": "dict"}}
+
+
 def main():
-    run({"node": {"type": "str", "required": True},
-         "state": {"type": "str", "choices": ["cordoned", "uncordoned"], "default": "cordoned"},
-         "label": {"type": "bool", "default": True},
-         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
-         "maintenance": {"type": "str"},
-         "annotations": {"type": "dict"}}, core)
+    run(ARGUMENT_SPEC, core)
 
 
 if __name__ == "__main__":

@@ -229,20 +229,26 @@ def core(client, params, check_mode):
     return result
 
 
+ARGUMENT_SPEC = {
+    "object": {"type": "str", "choices": ["nodemaintenance", "crd"], "default": "nodemaintenance"},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "install_crd": {"type": "bool", "default": False},
+    "node": {"type": "str"},
+    "name": {"type": "str"},
+    "reason": {"type": "str", "default": ""},
+    "status": {"type": "dict", "options": STATUS_OPTIONS},
+    "events": {"type": "list", "elements": "dict", "default": [], "options": {
+        "reason": {"type": "str", "required": True},
+        "text": {"type": "str"},
+        "type": {"type": "str", "choices": ["Normal", "Warning"]},
+        "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}
+
+
+MODULE_KWARGS = {"required_if": [("object", "nodemaintenance", ("node",))]}
+
+
 def main():
-    run({"object": {"type": "str", "choices": ["nodemaintenance", "crd"], "default": "nodemaintenance"},
-         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-         "install_crd": {"type": "bool", "default": False},
-         "node": {"type": "str"},
-         "name": {"type": "str"},
-         "reason": {"type": "str", "default": ""},
-         "status": {"type": "dict", "options": STATUS_OPTIONS},
-         "events": {"type": "list", "elements": "dict", "default": [], "options": {
-             "reason": {"type": "str", "required": True},
-             "text": {"type": "str"},
-             "type": {"type": "str", "choices": ["Normal", "Warning"]},
-             "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}},
-        core, required_if=[("object", "nodemaintenance", ("node",))])
+    run(ARGUMENT_SPEC, core, **MODULE_KWARGS)
 
 
 if __name__ == "__main__":

@@ -210,22 +210,29 @@ def core(client, params, check_mode):
     return drain(client, DrainOptions.from_params(params), check_mode)
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "maintenance": {"type": "str"},
+    "force": {"type": "bool", "default": True},
+    "delete_emptydir_data": {"type": "bool", "default": True},
+    "ignore_daemonsets": {"type": "bool", "default": True},
+    "pod_selector": {"type": "str"},
+    "grace_period": {"type": "int"},
+    "timeout": {"type": "float", "default": 600},
+    "disable_eviction": {"type": "bool", "default": False},
+    "delete_fallback_after": {"type": "float"},
+    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
+    "parallelism": {"type": "int", "default": 32},
+    "retry_delay": {"type": "float", "default": 1},
+    "progress_interval": {"type": "float", "default": 10}}
+
+
+def pool_size(params):
+    return max(int(params["parallelism"] or 1), 1) + 2
+
+
 def main():
-    run({"node": {"type": "str", "required": True},
-         "maintenance": {"type": "str"},
-         "force": {"type": "bool", "default": True},
-         "delete_emptydir_data": {"type": "bool", "default": True},
-         "ignore_daemonsets": {"type": "bool", "default": True},
-         "pod_selector": {"type": "str"},
-         "grace_period": {"type": "int"},
-         "timeout": {"type": "float", "default": 600},
-         "disable_eviction": {"type": "bool", "default": False},
-         "delete_fallback_after": {"type": "float"},
-         "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-         "parallelism": {"type": "int", "default": 32},
-         "retry_delay": {"type": "float", "default": 1},
-         "progress_interval": {"type": "float", "default": 10}},
-        core, pool_size=lambda p: max(int(p["parallelism"] or 1), 1) + 2)
+    run(ARGUMENT_SPEC, core, pool_size=pool_size)
 
 
 if __name__ == "__main__":

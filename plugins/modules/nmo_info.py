@@ -114,12 +114,16 @@ def core(client, params, check_mode):
     return {"changed": False, "nodes": reports}
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str"},
+    "label_selector": {"type": "str"},
+    "only_in_maintenance": {"type": "bool", "default": False},
+    "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+    "events_limit": {"type": "int", "default": 10}}
+
+
 def main():
-    run({"node": {"type": "str"},
-         "label_selector": {"type": "str"},
-         "only_in_maintenance": {"type": "bool", "default": False},
-         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
-         "events_limit": {"type": "int", "default": 10}}, core)
+    run(ARGUMENT_SPEC, core)
 
 
 if __name__ == "__main__":

@@ -214,19 +214,23 @@ def core(client, params, check_mode):
     return disruption.acquire(client, req, check_mode)
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
+    "maintenance": {"type": "str"},
+    "concurrency": {"type": "int", "default": 1},
+    "duration": {"type": "int", "default": 3600},
+    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
+    "wait": {"type": "bool", "default": False},
+    "timeout": {"type": "int", "default": 600},
+    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
+    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
+    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
+    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE}}
+
+
 def main():
-    run({"node": {"type": "str", "required": True},
-         "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
-         "maintenance": {"type": "str"},
-         "concurrency": {"type": "int", "default": 1},
-         "duration": {"type": "int", "default": 3600},
-         "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
-         "wait": {"type": "bool", "default": False},
-         "timeout": {"type": "int", "default": 600},
-         "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
-         "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
-         "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
-         "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE}}, core)
+    run(ARGUMENT_SPEC, core)
 
 
 if __name__ == "__main__":

@@ -238,28 +238,32 @@ def core(client, params, check_mode):
     return lifecycle.begin(client, opts, check_mode)
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "name": {"type": "str"},
+    "reason": {"type": "str", "default": ""},
+    "install_crd": {"type": "bool", "default": False},
+    "concurrency": {"type": "int", "default": 1},
+    "duration": {"type": "int", "default": 3600},
+    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
+    "wait": {"type": "bool", "default": True},
+    "timeout": {"type": "int", "default": 600},
+    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
+    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
+    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
+    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
+    "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+    "annotations": {"type": "dict"},
+    "events": {"type": "list", "elements": "dict", "default": [], "options": {
+        "reason": {"type": "str", "required": True},
+        "text": {"type": "str"},
+        "type": {"type": "str", "choices": ["Normal", "Warning"]},
+        "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}
+
+
 def main():
-    run({"node": {"type": "str", "required": True},
-         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-         "name": {"type": "str"},
-         "reason": {"type": "str", "default": ""},
-         "install_crd": {"type": "bool", "default": False},
-         "concurrency": {"type": "int", "default": 1},
-         "duration": {"type": "int", "default": 3600},
-         "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
-         "wait": {"type": "bool", "default": True},
-         "timeout": {"type": "int", "default": 600},
-         "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
-         "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
-         "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
-         "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
-         "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
-         "annotations": {"type": "dict"},
-         "events": {"type": "list", "elements": "dict", "default": [], "options": {
-             "reason": {"type": "str", "required": True},
-             "text": {"type": "str"},
-             "type": {"type": "str", "choices": ["Normal", "Warning"]},
-             "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}, core)
+    run(ARGUMENT_SPEC, core)
 
 
 if __name__ == "__main__":

@@ -154,17 +154,24 @@ def core(client, params, check_mode):
     return preflight(client, PreflightOptions.from_params(params))
 
 
+ARGUMENT_SPEC = {
+    "nodes": {"type": "list", "elements": "str", "required": True},
+    "concurrency": {"type": "int", "default": 1},
+    "force": {"type": "bool", "default": True},
+    "delete_emptydir_data": {"type": "bool", "default": True},
+    "ignore_daemonsets": {"type": "bool", "default": True},
+    "pod_selector": {"type": "str"},
+    "disable_eviction": {"type": "bool", "default": False},
+    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
+    "parallelism": {"type": "int", "default": 32}}
+
+
+def pool_size(params):
+    return max(int(params["parallelism"] or 1), 1) + 2
+
+
 def main():
-    run({"nodes": {"type": "list", "elements": "str", "required": True},
-         "concurrency": {"type": "int", "default": 1},
-         "force": {"type": "bool", "default": True},
-         "delete_emptydir_data": {"type": "bool", "default": True},
-         "ignore_daemonsets": {"type": "bool", "default": True},
-         "pod_selector": {"type": "str"},
-         "disable_eviction": {"type": "bool", "default": False},
-         "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-         "parallelism": {"type": "int", "default": 32}},
-        core, pool_size=lambda p: max(int(p["parallelism"] or 1), 1) + 2)
+    run(ARGUMENT_SPEC, core, pool_size=pool_size)
 
 
 if __name__ == "__main__":

@@ -87,10 +87,14 @@ def core(client, params, check_mode):
             "diff": {"before": {"taints": before}, "after": {"taints": after}}}
 
 
+ARGUMENT_SPEC = {
+    "node": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "taints": {"type": "list", "elements": "dict"}}
+
+
 def main():
-    run({"node": {"type": "str", "required": True},
-         "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-         "taints": {"type": "list", "elements": "dict"}}, core)
+    run(ARGUMENT_SPEC, core)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from typing import Any, Dict
 
 import pytest
 from helpers import run_module
+from helpers import run_module as call_module
 from topology import WORLD_LABEL
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases
@@ -37,14 +38,25 @@ def node_of(cluster: Any, node: str) -> Dict[str, Any]:
     return cluster.client.get(f"/api/v1/nodes/{node}")
 
 
-def test_begin_then_end_each_in_one_call(cluster, world):
+MODULE_PATH = {"NMO_MAINTENANCE_IN_PROCESS": "false"}
+
+
+@pytest.mark.parametrize("path", ["in_process", "module"])
+def test_begin_then_end_each_in_one_call(cluster, world, path):
+    """Both ways a task runs (in Ansible's worker on the controller, or as a shipped module) do the same."""
+    env = {"NMO_MAINTENANCE_IN_PROCESS": "false"} if path == "module" else None
+
+    def run_module(module, module_args, kubeconfig, **kw):
+        return call_module(module, module_args, kubeconfig, env=env, **kw)
+
     (node,) = world.add_nodes(workers=1)
     cluster.client.patch(f"/api/v1/nodes/{node}", {"spec": {"taints": [USER_TAINT]}}, "merge")
     prefix = f"t{world.id}-slot"
 
     checked = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig,
-                         check=True, diff=True)
+                         check=True, diff=True, verbose=True)
     assert checked["changed"] and not checked.get("failed"), checked.get("msg")
+    assert ("AnsiballZ_nmo_maintenance" in checked["_stdout"]) == (path == "module"), "not the path under test"
     assert maintenance_of(cluster.client, node) is None and leases_naming(cluster.client, [node], prefix) == []
     assert node_clean(cluster.client, node) is None, "check mode wrote"
 
@@ -113,3 +125,25 @@ def test_missing_node_is_refused_with_nothing_created(cluster, world):
     assert refused.get("failed") and refused["msg"] == f'node "{missing}" not found in cluster', refused
     assert refused["reached"] == []
     assert maintenance_of(cluster.client, missing) is None
+
+
+@pytest.mark.parametrize("module_args", [
+    {"node": "x", "colour": "blue"},
+    {"node": "x", "state": "sideways"},
+    {"state": "absent"},
+    {"node": "x", "concurrency": "two"},
+], ids=["unknown option", "bad choice", "missing node", "bad type"])
+def test_bad_input_reads_the_same_on_both_paths(cluster, module_args):
+    here = run_module("nmo_maintenance", module_args, cluster.kubeconfig)
+    shipped = run_module("nmo_maintenance", module_args, cluster.kubeconfig, env={"NMO_MAINTENANCE_IN_PROCESS": "false"})
+    assert here.get("failed") and shipped.get("failed")
+    assert here["msg"] == shipped["msg"], (here["msg"], shipped["msg"])
+
+
+def test_a_secret_option_is_masked_on_both_paths(cluster):
+    secret = "s3cret-bearer-token-nmo"
+    module_args = {"node": "x", "host": "https://127.0.0.1:1", "api_key": secret, "validate_certs": False}
+    for env in (None, {"NMO_MAINTENANCE_IN_PROCESS": "false"}):
+        result = run_module("nmo_info", module_args, cluster.kubeconfig, env=env)
+        assert result.get("failed"), result
+        assert secret not in str({k: v for k, v in result.items() if k != "_stdout"}) and secret not in result["_stdout"]

@@ -42,6 +42,15 @@ class Request:
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
     namespace: str = leases.LEASE_NAMESPACE
 
+    @classmethod
+    def from_params(cls, params: Dict[str, Any], maintenance_name: Optional[str] = None) -> Request:
+        """The request that the module options of LEASE_SPEC (plus node and wait) describe."""
+        return cls(node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
+                   slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
+                   maintenance=maintenance_name,
+                   etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"],
+                                           params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
+
     def validate(self) -> None:
         if not self.node:
             raise InputError("node is required")
@@ -50,6 +59,19 @@ class Request:
             raise InputError(f"timeout must be 0 or more seconds, got {self.timeout:g}")
         if self.etcd.flavour not in etcd_guard.FLAVOURS:
             raise InputError(f"etcd_guard must be one of {', '.join(etcd_guard.FLAVOURS)}, got {self.etcd.flavour!r}")
+
+
+# Module options shared by nmo_lease and nmo_maintenance (each adds node, wait and its own state).
+LEASE_SPEC: Dict[str, Dict[str, Any]] = {
+    "concurrency": {"type": "int", "default": 1},
+    "duration": {"type": "int", "default": leases.DEFAULT_DURATION},
+    "slot_prefix": {"type": "str", "default": leases.SLOT_PREFIX},
+    "timeout": {"type": "int", "default": 600},
+    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
+    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
+    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
+    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
+}
 
 
 @dataclass

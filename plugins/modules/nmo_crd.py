@@ -237,11 +237,7 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "status": {"type": "dict", "options": STATUS_OPTIONS},
-    "events": {"type": "list", "elements": "dict", "default": [], "options": {
-        "reason": {"type": "str", "required": True},
-        "text": {"type": "str"},
-        "type": {"type": "str", "choices": ["Normal", "Warning"]},
-        "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}
+    "events": events.EVENTS_SPEC}
 
 
 MODULE_KWARGS = {"required_if": [("object", "nodemaintenance", ("node",))]}

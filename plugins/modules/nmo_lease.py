@@ -198,17 +198,12 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, etcd_guard
+from ansible_collections.nmo.maintenance.plugins.module_utils import disruption
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 
 
 def core(client, params, check_mode):
-    req = disruption.Request(
-        node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
-        slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
-        maintenance=params["maintenance"],
-        etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"], params["etcd_pod_namespace"],
-                                params["etcd_guard_namespace"]))
+    req = disruption.Request.from_params(params, params["maintenance"])
     if params["state"] == "released":
         return disruption.release(client, req, check_mode)
     return disruption.acquire(client, req, check_mode)
@@ -218,15 +213,8 @@ ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
     "maintenance": {"type": "str"},
-    "concurrency": {"type": "int", "default": 1},
-    "duration": {"type": "int", "default": 3600},
-    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
     "wait": {"type": "bool", "default": False},
-    "timeout": {"type": "int", "default": 600},
-    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
-    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
-    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
-    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE}}
+    **disruption.LEASE_SPEC}
 
 
 def main():

@@ -219,19 +219,15 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, etcd_guard, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, lifecycle
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.events import EVENTS_SPEC
 from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):
-    lease = disruption.Request(
-        node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
-        slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
-        etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"], params["etcd_pod_namespace"],
-                                params["etcd_guard_namespace"]))
-    opts = lifecycle.Options(node=params["node"], lease=lease, name=params["name"], reason=params["reason"],
-                             install_crd=params["install_crd"], label_key=params["label_key"],
+    opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
+                             reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"])
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
@@ -244,22 +240,11 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
-    "concurrency": {"type": "int", "default": 1},
-    "duration": {"type": "int", "default": 3600},
-    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
     "wait": {"type": "bool", "default": True},
-    "timeout": {"type": "int", "default": 600},
-    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
-    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
-    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
-    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
+    **disruption.LEASE_SPEC,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},
-    "events": {"type": "list", "elements": "dict", "default": [], "options": {
-        "reason": {"type": "str", "required": True},
-        "text": {"type": "str"},
-        "type": {"type": "str", "choices": ["Normal", "Warning"]},
-        "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}}
+    "events": EVENTS_SPEC}
 
 
 def main():

@@ -48,7 +48,9 @@ def in_maintenance(report: Dict[str, Any]) -> bool:
 
 
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
-             label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10) -> List[Dict[str, Any]]:
+             label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10,
+             only: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given."""
     if node:
         try:
             nodes = [client.get(node_path(node))]
@@ -56,12 +58,16 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             raise RefusedError(f'node "{node}" not found in cluster') from None
     else:
         nodes = client.get("/api/v1/nodes", {"labelSelector": label_selector}).get("items", [])
+    if only is not None:
+        wanted = set(only)
+        nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
     nms = maintenance.list_all(client)
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}
     nm_by_node = {name: maintenance.find(client, name, nms) for name in names}
     event_names = names | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
-    events = _events_by_object(client, event_names, events_limit)
+    # events_limit 0 asks for none: the cluster's events are not read at all
+    events = _events_by_object(client, event_names, events_limit) if events_limit > 0 else {}
     reports = []
     for n in sorted(nodes, key=lambda n: n["metadata"]["name"]):
         name = n["metadata"]["name"]
@@ -88,6 +94,6 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
             "maintenance": maintenance.summary(nm),
             "leases": node_leases,
-            "events": node_events[-events_limit:],
+            "events": node_events[-events_limit:] if events_limit > 0 else [],
         })
     return reports

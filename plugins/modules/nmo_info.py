@@ -30,6 +30,12 @@ options:
   label_selector:
     description: With no O(node), only nodes matching this label selector.
     type: str
+  nodes:
+    description:
+      - With no O(node), only these nodes (names that are not in the cluster are left out).
+        A playbook reads just its own hosts' nodes this way, however large the cluster.
+    type: list
+    elements: str
   only_in_maintenance:
     description:
       - With no O(node), only nodes that show a sign of maintenance (a C(NodeMaintenance),
@@ -41,7 +47,7 @@ options:
     type: str
     default: remediation.medik8s.io/exclude-from-remediation
   events_limit:
-    description: How many recent events to return per node.
+    description: How many recent events to return per node; V(0) reads no events at all.
     type: int
     default: 10
 """
@@ -108,7 +114,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUD
 
 
 def core(client, params, check_mode):
-    reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"])
+    reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
+                       only=params["nodes"])
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]
     return {"changed": False, "nodes": reports}
@@ -117,6 +124,7 @@ def core(client, params, check_mode):
 ARGUMENT_SPEC = {
     "node": {"type": "str"},
     "label_selector": {"type": "str"},
+    "nodes": {"type": "list", "elements": "str"},
     "only_in_maintenance": {"type": "bool", "default": False},
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "events_limit": {"type": "int", "default": 10}}

@@ -17,6 +17,7 @@ from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
 
 LEASE_NAMESPACE = "medik8s-leases"
 MARK_PREFIX = "nmo.maintenance/"  # the node annotations the role writes (a campaign's done mark)
+FEW = 20  # up to this many named nodes are read one by one rather than listed
 
 
 def _leases(client: Client) -> List[Dict[str, Any]]:
@@ -56,6 +57,9 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             nodes = [client.get(node_path(node))]
         except NotFound:
             raise RefusedError(f'node "{node}" not found in cluster') from None
+    elif only is not None and len(only) <= FEW and not label_selector:
+        # a few nodes of a large cluster: read those, not the whole node list
+        nodes = [n for n in (client.get_or_none(node_path(name)) for name in dict.fromkeys(only)) if n]
     else:
         nodes = client.get("/api/v1/nodes", {"labelSelector": label_selector}).get("items", [])
     if only is not None:

@@ -20,7 +20,9 @@ export K8S_AUTH_KUBECONFIG="$KUBECONFIG"
 python examples/demo_world.py up
 echo "== pods per node before"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
+started=$SECONDS
 ansible-playbook -i examples/inventory.yml playbooks/maintenance.yml -l workers "$@"
+echo "== the maintenance playbook took $((SECONDS - started)) s"
 echo "== pods per node after"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
 echo "== the story of node-demo-worker-02"

@@ -43,7 +43,11 @@ def up(world: World, workers: int, control_planes: int) -> None:
     world.daemonset("node-exporter")
     world.deployment("web", 6)
     world.pdb("web", "web", max_unavailable=1)
-    world.statefulset("db", 3)
+    # A StatefulSet's pod comes back under the same name. Were it deleted at once, the
+    # disruption controller would never see it terminating and would count its successor
+    # as still being disrupted for two minutes (the PDB's disruptedPods entry times out);
+    # a real kubelet takes a moment to stop a pod, and so does this one.
+    world.statefulset("db", 3, grace=2, graceful=True)
     world.pdb("db", "db", min_available=2)
     world.deployment("cache", 4)
     world.pdb("cache", "cache", min_available="50%")

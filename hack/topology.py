@@ -199,12 +199,13 @@ class World:
             self.wait_pods_ready(f"app={name}", replicas)
         return made
 
-    def statefulset(self, name: str, replicas: int, wait: bool = True) -> Dict[str, Any]:
+    def statefulset(self, name: str, replicas: int, wait: bool = True, grace: Optional[int] = None,
+                    graceful: bool = False) -> Dict[str, Any]:
         ns = self.ensure_namespace()
         body = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": self._meta(name),
                 "spec": {"replicas": replicas, "serviceName": name, "podManagementPolicy": "Parallel",
                          "selector": {"matchLabels": {"app": name}},
-                         "template": {"metadata": self._meta(name), "spec": self._pod_spec()}}}
+                         "template": {"metadata": self._meta(name, graceful=graceful), "spec": self._pod_spec(grace)}}}
         made = self.client.post(f"/apis/apps/v1/namespaces/{ns}/statefulsets", body)
         if wait:
             self.wait_pods_ready(f"app={name}", replicas)

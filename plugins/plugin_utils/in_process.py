@@ -89,6 +89,7 @@ class NmoAction(ActionBase):
                 return {"failed": True, "msg": exc.message}
         result = adapter.execute(params, module.core, bool(self._task.check_mode), bool(self._task.diff),
                                  pool_size, client=client)
+        result.setdefault("invocation", {"module_args": params})  # as AnsibleModule reports it (-vvv)
         secrets = checked._no_log_values  # pylint: disable=protected-access  # what AnsibleModule masks too
         if secrets:
             kept = {k: v for k, v in result.items() if v is None or isinstance(v, bool)}

@@ -147,3 +147,4 @@ def test_a_secret_option_is_masked_on_both_paths(cluster):
         result = run_module("nmo_info", module_args, cluster.kubeconfig, env=env)
         assert result.get("failed"), result
         assert secret not in str({k: v for k, v in result.items() if k != "_stdout"}) and secret not in result["_stdout"]
+        assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", env

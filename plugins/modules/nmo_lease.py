@@ -41,6 +41,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.lease
 attributes:
   check_mode:
     support: full
@@ -68,51 +69,13 @@ options:
       - Default is the NodeMaintenance whose C(spec.nodeName) is O(node), if any; without one,
         events go to the Node.
     type: str
-  concurrency:
-    description: How many nodes may be under maintenance at once, across every run against the cluster.
-    type: int
-    default: 1
-  duration:
-    description:
-      - Seconds a lease (and a slot) stays valid without renewal. Acquiring again renews it.
-    type: int
-    default: 3600
-  slot_prefix:
-    description:
-      - Slot leases are named C(<slot_prefix>-0) to C(<slot_prefix>-<concurrency - 1>).
-        Runs that must share the limit use the same prefix.
-    type: str
-    default: nmo-maintenance-slot
   wait:
     description:
       - V(true) keeps trying until acquired or O(timeout), watching the leases (and the etcd
         pods or guard PDB); V(false) fails at once, naming who holds what.
     type: bool
     default: false
-  timeout:
-    description: Seconds to wait with O(wait=true).
-    type: int
-    default: 600
-  etcd_guard:
-    description:
-      - Which etcd quorum guard applies to control-plane nodes. V(auto) picks V(openshift)
-        when O(etcd_guard_namespace) exists, else V(kubeadm) when etcd pods exist, else
-        V(none). V(none) skips the guard (external etcd), with a warning.
-    type: str
-    choices: [auto, kubeadm, openshift, none]
-    default: auto
-  etcd_pod_selector:
-    description: Label selector of the etcd pods (kubeadm flavour).
-    type: str
-    default: component=etcd
-  etcd_pod_namespace:
-    description: Namespace of the etcd pods (kubeadm flavour).
-    type: str
-    default: kube-system
-  etcd_guard_namespace:
-    description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
-    type: str
-    default: openshift-etcd
+
 notes:
   - Leases live in C(medik8s-leases), created when missing, as medik8s does.
   - Runs that use different O(concurrency) values each check their own limit against every

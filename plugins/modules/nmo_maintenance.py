@@ -28,6 +28,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.lease
 attributes:
   check_mode:
     support: full
@@ -62,45 +63,12 @@ options:
     description: With O(state=present), install or upgrade the NodeMaintenance CRD first.
     type: bool
     default: false
-  concurrency:
-    description: How many nodes may be under maintenance at once, across every run against the cluster.
-    type: int
-    default: 1
-  duration:
-    description: Seconds the node lease and the slot stay valid without renewal.
-    type: int
-    default: 3600
-  slot_prefix:
-    description: Prefix of the maintenance slot leases; runs that share the limit use the same prefix.
-    type: str
-    default: nmo-maintenance-slot
   wait:
     description:
       - With O(state=present), V(true) waits for the slot, the node lease and the etcd guard
         until O(timeout); V(false) fails at once, naming who holds what.
     type: bool
     default: true
-  timeout:
-    description: Seconds to wait for the leases with O(wait=true).
-    type: int
-    default: 600
-  etcd_guard:
-    description: Which etcd quorum guard applies to control-plane nodes (see M(nmo.maintenance.nmo_lease)).
-    type: str
-    choices: [auto, kubeadm, openshift, none]
-    default: auto
-  etcd_pod_selector:
-    description: Label selector of the etcd pods (kubeadm flavour).
-    type: str
-    default: component=etcd
-  etcd_pod_namespace:
-    description: Namespace of the etcd pods (kubeadm flavour).
-    type: str
-    default: kube-system
-  etcd_guard_namespace:
-    description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
-    type: str
-    default: openshift-etcd
   label_key:
     description: The label that excludes the node from remediation. Node Health Check reads the default.
     type: str

@@ -1,0 +1,46 @@
+# The lease and etcd-guard options of nmo_lease and nmo_maintenance (module_utils.disruption.LEASE_SPEC).
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  concurrency:
+    description: How many nodes may be under maintenance at once, across every run against the cluster.
+    type: int
+    default: 1
+  duration:
+    description:
+      - Seconds a lease (and a slot) stays valid without renewal. Acquiring again renews it.
+    type: int
+    default: 3600
+  slot_prefix:
+    description:
+      - Slot leases are named C(<slot_prefix>-0) to C(<slot_prefix>-<concurrency - 1>).
+        Runs that must share the limit use the same prefix.
+    type: str
+    default: nmo-maintenance-slot
+  timeout:
+    description: Seconds to wait for the leases with O(wait=true).
+    type: int
+    default: 600
+  etcd_guard:
+    description:
+      - Which etcd quorum guard applies to control-plane nodes. V(auto) picks V(openshift)
+        when O(etcd_guard_namespace) exists, else V(kubeadm) when etcd pods exist, else
+        V(none). V(none) skips the guard (external etcd), with a warning.
+    type: str
+    choices: [auto, kubeadm, openshift, none]
+    default: auto
+  etcd_pod_selector:
+    description: Label selector of the etcd pods (kubeadm flavour).
+    type: str
+    default: component=etcd
+  etcd_pod_namespace:
+    description: Namespace of the etcd pods (kubeadm flavour).
+    type: str
+    default: kube-system
+  etcd_guard_namespace:
+    description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
+    type: str
+    default: openshift-etcd
+"""

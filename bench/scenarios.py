@@ -12,7 +12,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import yaml
 from measure import AuditLog, Run
@@ -20,6 +20,8 @@ from tools import K8S_DRAIN, KUBECTL, NMO, USERS, Tools
 from topology import KWOK_ANNOTATION, WORKER_ROLE, WORLD_LABEL, World, node_ready, wait_for
 
 DRAIN_TOOLS = [NMO, KUBECTL, K8S_DRAIN]
+
+SKIPPED = "skipped: out of time"
 
 
 @dataclass
@@ -69,6 +71,18 @@ class Context:
 
 
 # -- shared steps ---------------------------------------------------------------------------------
+def rows_with_time(ctx: Context, rows: List[Row], tools: Any, scenario: str, case: str,
+                   **fields: Any) -> Iterator[Tuple[str, Row]]:
+    """A row per tool, added to ``rows``; yields the tools there is still time to measure."""
+    for tool in tools:
+        row = Row(scenario, case, tool, **fields)
+        rows.append(row)
+        if ctx.out_of_time():
+            row.note = SKIPPED
+            continue
+        yield tool, row
+
+
 def new_world(ctx: Context) -> World:
     return World(ctx.client, prefix="b" + uuid.uuid4().hex[:5])
 
@@ -135,12 +149,7 @@ def write_inventory(ctx: Context, world: World, nodes: List[str], name: str) -> 
 # -- B1, B2: one node full of pods ----------------------------------------------------------------------
 def drain_node(ctx: Context, scenario: str, grace: Optional[int], graceful: bool) -> List[Row]:
     rows = []
-    for tool in DRAIN_TOOLS:
-        row = Row(scenario, f"{ctx.sizes.pods} pods", tool)
-        rows.append(row)
-        if ctx.out_of_time():
-            row.note = "skipped: out of time"
-            continue
+    for tool, row in rows_with_time(ctx, rows, DRAIN_TOOLS, scenario, f"{ctx.sizes.pods} pods"):
         world = new_world(ctx)
         try:
             target = world.add_nodes(workers=1)[0]
@@ -199,12 +208,7 @@ class Relaxer:
 
 def b3(ctx: Context) -> List[Row]:
     rows = []
-    for tool in DRAIN_TOOLS:
-        row = Row("B3", f"PDB blocks {ctx.sizes.pdb_hold:g} s", tool)
-        rows.append(row)
-        if ctx.out_of_time():
-            row.note = "skipped: out of time"
-            continue
+    for tool, row in rows_with_time(ctx, rows, DRAIN_TOOLS, "B3", f"PDB blocks {ctx.sizes.pdb_hold:g} s"):
         world = new_world(ctx)
         try:
             target = world.add_nodes(workers=1)[0]
@@ -233,12 +237,7 @@ def b3(ctx: Context) -> List[Row]:
 def b4(ctx: Context) -> List[Row]:
     rows = []
     n = ctx.sizes.rollout_workers
-    for tool in (NMO, K8S_DRAIN):
-        row = Row("B4", f"{n} workers", tool, nodes=n)
-        rows.append(row)
-        if ctx.out_of_time():
-            row.note = "skipped: out of time"
-            continue
+    for tool, row in rows_with_time(ctx, rows, (NMO, K8S_DRAIN), "B4", f"{n} workers", nodes=n):
         world = new_world(ctx)
         try:
             world.add_nodes(workers=n)
@@ -338,7 +337,7 @@ def b5(ctx: Context) -> List[Row]:
         rows.extend(tools_rows)
         if ctx.out_of_time():
             for row in tools_rows:
-                row.note = "skipped: out of time"
+                row.note = SKIPPED
             continue
         world = new_world(ctx)
         try:
@@ -351,7 +350,7 @@ def b5(ctx: Context) -> List[Row]:
             # every tool maintains another node of the same world: the nodes are alike
             for row, node in zip(tools_rows, nodes):
                 if ctx.out_of_time():
-                    row.note = "skipped: out of time"
+                    row.note = SKIPPED
                     continue
                 row.pods = ctx.sizes.scale_pods
                 row.extra["node"] = node

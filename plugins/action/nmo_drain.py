@@ -10,30 +10,29 @@ which would cost an Ansible task (about half a second) a round.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.utils.display import Display
 
 from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import NmoAction
 
 display = Display()
+DEFAULT_INTERVAL = 10.0  # the module's default progress_interval
 
 
 class ProgressPrinter(threading.Thread):
     """Prints the drain's progress line until stopped; never fails the task."""
 
-    def __init__(self, args, interval):
+    def __init__(self, node, params, interval):
         super().__init__(name="nmo-drain-progress", daemon=True)
-        self.args = args
+        self.node = node
+        self.params = params  # the validated module arguments; None: the progress cannot be read
         self.interval = interval
-        self.node = str(args.get("node"))
         self.stopped = threading.Event()
         self.started_at = time.monotonic()
         self.client = None
-        self.unreadable = None
+        self.unreadable = None if params is not None else "the controller cannot load the module's code"
 
     def stop(self):
         self.stopped.set()
@@ -47,11 +46,12 @@ class ProgressPrinter(threading.Thread):
         elapsed = time.monotonic() - self.started_at
         if self.unreadable is None:
             try:
-                from ansible_collections.nmo.maintenance.plugins.module_utils import maintenance
+                from ansible_collections.nmo.maintenance.plugins.module_utils import client, maintenance
 
-                client = self.client or self.connect()
-                name = self.args.get("maintenance")
-                nm = maintenance.get(client, name) if name else maintenance.find(client, self.node)
+                if self.client is None:
+                    self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)
+                name = self.params.get("maintenance")
+                nm = maintenance.get(self.client, name) if name else maintenance.find(self.client, self.node)
                 return maintenance.progress_line(self.node, nm, elapsed)
             except Exception as exc:  # pylint: disable=broad-exception-caught  # progress must never fail the drain
                 self.unreadable = str(exc) or type(exc).__name__
@@ -59,35 +59,30 @@ class ProgressPrinter(threading.Thread):
                         f"controller: {self.unreadable})")
         return f"{self.node}: draining for {elapsed:.0f} s"
 
-    def connect(self):
-        from ansible_collections.nmo.maintenance.plugins.module_utils.client import CONNECTION_ENV, ConnectionOptions, connect
-
-        params = {}
-        for name, env in CONNECTION_ENV.items():
-            value = self.args.get(name)
-            if value is None:
-                value = os.environ.get(env)
-            params[name] = value
-        if params.get("validate_certs") is not None:
-            params["validate_certs"] = boolean(params["validate_certs"])
-        self.client = connect(ConnectionOptions.from_params(params), 1)
-        return self.client
-
 
 class ActionModule(NmoAction):
     module = "nmo_drain"
 
     def run(self, tmp=None, task_vars=None):
-        try:
-            interval = float(self._task.args.get("progress_interval", 10) or 0)
-        except (TypeError, ValueError):
-            interval = 0  # the module refuses the value itself, with its own message
-        printer = None
-        if interval > 0 and not self._task.async_val and not self._task.check_mode:
-            printer = ProgressPrinter(self._task.args, interval)
+        printer = self.progress_printer()
+        if printer is not None:
             printer.start()
         try:
             return super().run(tmp, task_vars)
         finally:
             if printer is not None:
                 printer.stop()
+
+    def progress_printer(self):
+        if self._task.async_val or self._task.check_mode:
+            return None
+        try:
+            checked = self.check_args()[1]
+        except ImportError:  # the module is shipped: print how long it runs, at the default interval
+            return ProgressPrinter(str(self._task.args.get("node")), None, DEFAULT_INTERVAL)
+        if checked.error_messages:
+            return None  # the module refuses its arguments at once
+        params = checked.validated_parameters
+        if params["progress_interval"] <= 0:
+            return None
+        return ProgressPrinter(params["node"], params, params["progress_interval"])

@@ -62,9 +62,9 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         nodes = [n for n in (client.get_or_none(node_path(name)) for name in dict.fromkeys(only)) if n]
     else:
         nodes = client.get("/api/v1/nodes", {"labelSelector": label_selector}).get("items", [])
-    if only is not None:
-        wanted = set(only)
-        nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
+        if only is not None:
+            wanted = set(only)
+            nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
     nms = maintenance.list_all(client)
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}

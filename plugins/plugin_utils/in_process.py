@@ -60,17 +60,25 @@ class NmoAction(ActionBase):
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return done
 
+    def check_args(self):
+        """(module, validation result) of this task's arguments against the module's own spec,
+        environment fallbacks applied. ImportError when the controller's Python lacks what the
+        module needs (urllib3)."""
+        module = importlib.import_module(f"{PACKAGE}.modules.{self.module}")
+        adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
+        spec = {**adapter.CONNECTION_SPEC, **module.ARGUMENT_SPEC}
+        checked = ArgumentSpecValidator(spec, **getattr(module, "MODULE_KWARGS", {})).validate(dict(self._task.args))
+        return module, checked
+
     def run_here(self):
         """The module's result computed in this process, or None to run the module instead."""
         try:
-            module = importlib.import_module(f"{PACKAGE}.modules.{self.module}")
+            module, checked = self.check_args()
             adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
             client_utils = importlib.import_module(f"{PACKAGE}.module_utils.client")
             errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
         except ImportError:
-            return None  # the controller's Python lacks what the module needs (urllib3): ship the module
-        spec = {**adapter.CONNECTION_SPEC, **module.ARGUMENT_SPEC}
-        checked = ArgumentSpecValidator(spec, **getattr(module, "MODULE_KWARGS", {})).validate(dict(self._task.args))
+            return None  # ship the module: it runs with the interpreter the inventory gives
         if checked.error_messages:
             msg = checked.errors.msg
             if isinstance(checked.errors[0], UnsupportedError):

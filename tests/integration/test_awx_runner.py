@@ -9,9 +9,9 @@ from pathlib import Path
 
 import ansible_runner
 import pytest
-from helpers import ansible_env, run_module
+from helpers import ansible_env
 
-from .maintenance_support import PLAYBOOKS, RestrictedUser, leases_naming, maintenance_of, slot_prefix, wait_clean
+from .maintenance_support import PLAYBOOKS, leases_naming, maintenance_of, slot_prefix, wait_clean
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -24,14 +24,6 @@ GATE = """\
     [ "$n" -ge 1 ]
   changed_when: false
 """
-
-
-@pytest.fixture(scope="module")
-def user(cluster, tmp_path_factory):
-    installed = run_module("nmo_crd", {"object": "crd"}, cluster.kubeconfig)
-    assert not installed.get("failed"), installed.get("msg")
-    with RestrictedUser(cluster, tmp_path_factory.mktemp("user")) as restricted:
-        yield restricted
 
 
 def test_job_through_ansible_runner_leaves_a_per_node_summary_and_events(cluster, world, user, tmp_path):

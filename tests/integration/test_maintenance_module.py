@@ -1,10 +1,10 @@
 """nmo_maintenance: the begin and the end of a node's maintenance, each one module call."""
 
+import functools
 from typing import Any, Dict
 
 import pytest
 from helpers import run_module
-from helpers import run_module as call_module
 from topology import WORLD_LABEL
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases
@@ -38,29 +38,25 @@ def node_of(cluster: Any, node: str) -> Dict[str, Any]:
     return cluster.client.get(f"/api/v1/nodes/{node}")
 
 
-MODULE_PATH = {"NMO_MAINTENANCE_IN_PROCESS": "false"}
+SHIPPED = {"NMO_MAINTENANCE_IN_PROCESS": "false"}  # every module shipped, none run in Ansible's worker
 
 
 @pytest.mark.parametrize("path", ["in_process", "module"])
 def test_begin_then_end_each_in_one_call(cluster, world, path):
     """Both ways a task runs (in Ansible's worker on the controller, or as a shipped module) do the same."""
-    env = {"NMO_MAINTENANCE_IN_PROCESS": "false"} if path == "module" else None
-
-    def run_module(module, module_args, kubeconfig, **kw):
-        return call_module(module, module_args, kubeconfig, env=env, **kw)
-
+    call = functools.partial(run_module, env=SHIPPED if path == "module" else None)
     (node,) = world.add_nodes(workers=1)
     cluster.client.patch(f"/api/v1/nodes/{node}", {"spec": {"taints": [USER_TAINT]}}, "merge")
     prefix = f"t{world.id}-slot"
 
-    checked = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig,
+    checked = call("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig,
                          check=True, diff=True, verbose=True)
     assert checked["changed"] and not checked.get("failed"), checked.get("msg")
     assert ("AnsiballZ_nmo_maintenance" in checked["_stdout"]) == (path == "module"), "not the path under test"
     assert maintenance_of(cluster.client, node) is None and leases_naming(cluster.client, [node], prefix) == []
     assert node_clean(cluster.client, node) is None, "check mode wrote"
 
-    begun = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig, diff=True)
+    begun = call("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig, diff=True)
     assert begun["changed"] and not begun.get("failed"), begun.get("msg")
     assert begun["reached"] == ["maintenance", "lease", "taints", "cordon"]
     assert begun["created"] and begun["maintenance"]["name"] == nm_name(node) and begun["ready"] is True
@@ -78,18 +74,18 @@ def test_begin_then_end_each_in_one_call(cluster, world, path):
     assert [r for r in ("BeginMaintenance", "LeaseAcquired", "Cordon") if r not in story] == [], story
     assert begun["diff"]["after"]["unschedulable"] is True and begun["diff"]["before"]["unschedulable"] is False
 
-    again = run_module("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig)
+    again = call("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig)
     assert not again.get("failed") and not again["created"], again.get("msg")
     assert again["reached"] == begun["reached"]
     assert reasons_of(cluster.client, nm_name(node)).count("BeginMaintenance") == 1
 
     end_args = args(world, node, state="absent", events=[{"reason": "SucceedMaintenance"}],
                     annotations={"nmo.maintenance/campaign": "w48"})
-    checked = run_module("nmo_maintenance", end_args, cluster.kubeconfig, check=True)
+    checked = call("nmo_maintenance", end_args, cluster.kubeconfig, check=True)
     assert checked["changed"] and maintenance_of(cluster.client, node) is not None, "check mode deleted"
     assert node_of(cluster, node)["spec"]["unschedulable"] is True, "check mode uncordoned"
 
-    ended = run_module("nmo_maintenance", end_args, cluster.kubeconfig)
+    ended = call("nmo_maintenance", end_args, cluster.kubeconfig)
     assert ended["changed"] and not ended.get("failed"), ended.get("msg")
     assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"]
     assert maintenance_of(cluster.client, node) is None
@@ -101,7 +97,7 @@ def test_begin_then_end_each_in_one_call(cluster, world, path):
     assert "SucceedMaintenance" in story and "RemovedMaintenance" in story and "LeaseReleased" in story
     assert "UncordonNode" in reasons_of(cluster.client, node)
 
-    idle = run_module("nmo_maintenance", end_args, cluster.kubeconfig)
+    idle = call("nmo_maintenance", end_args, cluster.kubeconfig)
     assert not idle.get("failed") and not idle["changed"], idle
 
 
@@ -135,7 +131,7 @@ def test_missing_node_is_refused_with_nothing_created(cluster, world):
 ], ids=["unknown option", "bad choice", "missing node", "bad type"])
 def test_bad_input_reads_the_same_on_both_paths(cluster, module_args):
     here = run_module("nmo_maintenance", module_args, cluster.kubeconfig)
-    shipped = run_module("nmo_maintenance", module_args, cluster.kubeconfig, env={"NMO_MAINTENANCE_IN_PROCESS": "false"})
+    shipped = run_module("nmo_maintenance", module_args, cluster.kubeconfig, env=SHIPPED)
     assert here.get("failed") and shipped.get("failed")
     assert here["msg"] == shipped["msg"], (here["msg"], shipped["msg"])
 
@@ -143,7 +139,7 @@ def test_bad_input_reads_the_same_on_both_paths(cluster, module_args):
 def test_a_secret_option_is_masked_on_both_paths(cluster):
     secret = "s3cret-bearer-token-nmo"
     module_args = {"node": "x", "host": "https://127.0.0.1:1", "api_key": secret, "validate_certs": False}
-    for env in (None, {"NMO_MAINTENANCE_IN_PROCESS": "false"}):
+    for env in (None, SHIPPED):
         result = run_module("nmo_info", module_args, cluster.kubeconfig, env=env)
         assert result.get("failed"), result
         assert secret not in str({k: v for k, v in result.items() if k != "_stdout"}) and secret not in result["_stdout"]

@@ -15,7 +15,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.client import Clie
 from ansible_collections.nmo.maintenance.plugins.module_utils.events import COMPONENT
 from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import PreflightOptions, preflight
 
-from .maintenance_support import NM_API, RestrictedUser, leases_naming, node_clean, run, slot_prefix, write_inventory
+from .maintenance_support import NM_API, leases_naming, node_clean, run, slot_prefix, write_inventory
 
 pytestmark = pytest.mark.cluster
 
@@ -152,14 +152,6 @@ def test_full_nodes_make_the_capacity_check_name_the_pods_that_would_stay_pendin
 
 
 # -- the role: enforce stops before anything is touched; warn and off go on ------------------------------
-@pytest.fixture(scope="module")
-def user(cluster, tmp_path_factory):
-    installed = run_module("nmo_crd", {"object": "crd"}, cluster.kubeconfig)
-    assert not installed.get("failed"), installed.get("msg")
-    with RestrictedUser(cluster, tmp_path_factory.mktemp("user")) as restricted:
-        yield restricted
-
-
 def test_enforce_stops_the_play_with_no_node_touched(cluster, seed, user, tmp_path):
     """As a user bound only to the shipped ClusterRole: the pre-flight needs nothing more."""
     inventory = write_inventory(seed, tmp_path)

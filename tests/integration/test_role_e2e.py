@@ -18,7 +18,6 @@ from .maintenance_support import (
     NM_API,
     AvailabilityRecorder,
     NodeRecorder,
-    RestrictedUser,
     Run,
     events_of,
     leases_naming,
@@ -35,15 +34,6 @@ from .maintenance_support import (
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 STORY = ["BeginMaintenance", "LeaseAcquired", "Cordon", "SucceedMaintenance", "LeaseReleased", "RemovedMaintenance"]
-
-
-@pytest.fixture(scope="module")
-def user(cluster, tmp_path_factory):
-    installed = run_module("nmo_crd", {"object": "crd"}, cluster.kubeconfig)  # an admin installs the CRD once
-    assert not installed.get("failed"), installed.get("msg")
-    with RestrictedUser(cluster, tmp_path_factory.mktemp("user")) as restricted:
-        assert not restricted.can("list", "secrets"), "the test user must not be an admin"
-        yield restricted
 
 
 def assert_nothing_left(cluster, world, nodes):

@@ -50,7 +50,7 @@ def test_begin_then_end_each_in_one_call(cluster, world, path):
     prefix = f"t{world.id}-slot"
 
     checked = call("nmo_maintenance", args(world, node, reason="disk swap"), cluster.kubeconfig,
-                         check=True, diff=True, verbose=True)
+                   check=True, diff=True, verbose=True)
     assert checked["changed"] and not checked.get("failed"), checked.get("msg")
     assert ("AnsiballZ_nmo_maintenance" in checked["_stdout"]) == (path == "module"), "not the path under test"
     assert maintenance_of(cluster.client, node) is None and leases_naming(cluster.client, [node], prefix) == []

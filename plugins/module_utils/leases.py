@@ -89,13 +89,19 @@ def expiry(lease: Optional[Lease]) -> Optional[datetime]:
     return renewed + timedelta(seconds=int(duration))
 
 
+# Our "now" is the API server's Date (whole seconds) moved on by our monotonic clock: up to a
+# second early. A renewTime that far ahead of it was written at the server's present by a
+# more precise writer, not by a skewed clock.
+CLOCK_TOLERANCE = timedelta(seconds=2)
+
+
 def is_valid(lease: Optional[Lease], now: datetime) -> bool:
     """Valid while not yet due and not renewed in the future (a skewed clock gets no say)."""
     due = expiry(lease)
     if due is None:
         return False
     renewed = parse_time(lease["spec"]["renewTime"])
-    return not due < now and not renewed > now  # type: ignore[operator]
+    return not due < now and not renewed > now + CLOCK_TOLERANCE  # type: ignore[operator]
 
 
 def plan(lease: Optional[Lease], identity: str, now: datetime, duration: int) -> Tuple[str, bool]:

@@ -13,7 +13,7 @@ so that whoever rolls back undoes exactly those and leaves alone what was not ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import crd, disruption, events, maintenance, run
 from .client import Client
@@ -72,12 +72,7 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
     before = maintenance.find(client, node)
     adopted_from = None
     if before is not None:
-        state, owner = run.owner_of(client, before, run_id)
-        if state == run.ALIVE:
-            raise run.OwnedByLiveRun(
-                f"node {node} is in maintenance by run {owner}, which is alive (its run lease is being renewed): "
-                "not adopted; that run finishes it. Run again after it ends, or stop that run first.",
-                owner_run=owner, maintenance=before["metadata"]["name"])
+        state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
     nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id)
@@ -93,6 +88,18 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
                else "it named no run")
         recorder.record(nm, events.RESUME_MAINTENANCE, f"Run {run_id} resumes this maintenance: {why}")
     return {"nm": nm, "before": before, "created": created, "adopted_from": adopted_from}
+
+
+def refuse_if_live_run(client: Client, nm: Optional[Dict[str, Any]], run_id: str, node: str) -> Tuple[str, str]:
+    """OwnedByLiveRun when another run that is alive holds ``nm``: not ours to end or change.
+    Otherwise (ours | none | gone, the run that held it)."""
+    state, owner = run.owner_of(client, nm, run_id)
+    if state == run.ALIVE:
+        raise run.OwnedByLiveRun(
+            f"node {node} is in maintenance by run {owner}, which is alive (its run lease is being renewed): "
+            f"not changed by {'run ' + run_id if run_id else 'this call'}; that run ends it, or stop it first",
+            owner_run=owner, maintenance=(nm or {}).get("metadata", {}).get("name"))
+    return state, owner
 
 
 def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optional[Dict[str, Any]],
@@ -208,12 +215,7 @@ def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, An
     try:
         nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
         name = nm["metadata"]["name"] if nm else None
-        owner_state, owner = run.owner_of(client, nm, opts.run_id)
-        if owner_state == run.ALIVE:
-            raise run.OwnedByLiveRun(
-                f"node {opts.node} is in maintenance by run {owner}, which is alive: not ended by "
-                f"{'run ' + opts.run_id if opts.run_id else 'this call'}; that run ends it, or stop it first",
-                owner_run=owner, maintenance=name)
+        refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
         uncordoned = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
                             annotations=opts.annotations)

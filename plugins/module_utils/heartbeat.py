@@ -26,7 +26,8 @@ from .errors import NmoError
 
 
 def renew_held(client: Client, run_id: str, namespace: str) -> int:
-    """Renew the leases of ``run_id`` that are past half their duration; how many were renewed."""
+    """Renew the leases of ``run_id`` that are past half their duration (or lapse within three
+    beats); how many were renewed."""
     renewed = 0
     now = client.server_now()
     for lease in leases.list_leases(client, namespace):
@@ -35,7 +36,8 @@ def renew_held(client: Client, run_id: str, namespace: str) -> int:
         spec = lease.get("spec") or {}
         due = leases.expiry(lease)
         duration = int(spec.get("leaseDurationSeconds") or 0)
-        if due is None or duration <= 0 or due - now > timedelta(seconds=duration / 2):
+        # half the duration left, and never less than three beats: a short lease is renewed every beat
+        if due is None or duration <= 0 or due - now > timedelta(seconds=max(duration / 2, 3 * run.RENEW_EVERY)):
             continue
         if run.renew(client, lease, leases.holder(lease)) is not None:
             renewed += 1

@@ -101,8 +101,8 @@ def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,
     annotations = {RUN_ANNOTATION: run_id, ADOPTED_ANNOTATION: previous or "none"}
     if check_mode:
         merged = dict(nm)
-        merged["metadata"] = {**nm["metadata"], "annotations": {**(nm["metadata"].get("annotations") or {}),
-                                                                 **annotations}}
+        kept = nm["metadata"].get("annotations") or {}
+        merged["metadata"] = {**nm["metadata"], "annotations": {**kept, **annotations}}
         return merged
     body = {"metadata": {"resourceVersion": nm["metadata"].get("resourceVersion"), "annotations": annotations}}
     updated = client.patch(path(nm["metadata"]["name"]), body, "merge")

@@ -13,7 +13,7 @@ MAX_RUN_LEASE_DURATION = 3600
 
 def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], anchor_pid: int,
           check_mode: bool) -> Dict[str, Any]:
-    duration = params.get("duration") or run.RUN_LEASE_DURATION
+    duration = params["duration"] if params.get("duration") is not None else run.RUN_LEASE_DURATION
     if not 2 * run.RENEW_EVERY <= duration <= MAX_RUN_LEASE_DURATION:
         raise InputError(f"duration must be between {2 * run.RENEW_EVERY} and {MAX_RUN_LEASE_DURATION} seconds "
                          f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")

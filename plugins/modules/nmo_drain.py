@@ -72,8 +72,8 @@ options:
     description: Termination grace period in seconds for every pod. Unset, each pod's own is used.
     type: int
   timeout:
-    description: Seconds the drain may take in all, waiting included. When it runs out, the module fails
-      with the pending pods named.
+    description: Seconds the drain may take in all, waiting included (more than 0, at most 604800). When it
+      runs out, the module fails with the pending pods named.
     type: float
     default: 600
   disable_eviction:
@@ -90,18 +90,18 @@ options:
     type: int
     default: 0
   parallelism:
-    description: At most this many eviction requests at a time.
+    description: At most this many eviction requests at a time, 1 to 500.
     type: int
     default: 32
   retry_delay:
-    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused.
+    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused, 0.1 to 3600.
     type: float
     default: 1
   progress_interval:
     description:
       - Seconds between two progress lines in the playbook output while the drain runs (node,
         C(drainProgress), pending pods and last error, read from the NodeMaintenance by the
-        controller). V(0) (or less) prints none. Not printed in check mode or when the task runs with C(async).
+        controller). V(0) prints none. Not printed in check mode or when the task runs with C(async).
     type: float
     default: 10
 """
@@ -202,11 +202,13 @@ status:
   type: dict
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions, drain
 
 
 def core(client, params, check_mode):
+    validation.seconds(params["progress_interval"], "progress_interval")
     return drain(client, DrainOptions.from_params(params), check_mode)
 
 
@@ -228,7 +230,7 @@ ARGUMENT_SPEC = {
 
 
 def pool_size(params):
-    return max(int(params["parallelism"] or 1), 1) + 2
+    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # validated later: never a huge pool first
 
 
 def main():

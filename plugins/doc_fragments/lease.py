@@ -15,7 +15,7 @@ options:
       - Seconds a lease (and a slot) stays valid without renewal. Acquiring again renews it.
       - From 1 to 604800 (a week). C(leaseDurationSeconds) is an int32, and a lease keeps Node
         Health Check and Self Node Remediation away from the node until it lapses, also when the
-        run that took it died: a longer one is a mistake, not a plan.
+        run that took it died; a longer one is a mistake, not a plan.
     type: int
     default: 3600
   slot_prefix:

@@ -12,6 +12,7 @@ from . import maintenance, validation
 from .client import Client
 from .errors import InputError, NotFound, RefusedError
 from .events import EVENT_NAMESPACE
+from .leases import SLOT_LABELS
 from .node import EXCLUDE_FROM_REMEDIATION, is_ready
 from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
 
@@ -104,7 +105,9 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         node_leases = [
             {"name": lease["metadata"]["name"], "holder": lease.get("spec", {}).get("holderIdentity"),
              "renewTime": lease.get("spec", {}).get("renewTime"),
-             "leaseDurationSeconds": lease.get("spec", {}).get("leaseDurationSeconds")}
+             "leaseDurationSeconds": lease.get("spec", {}).get("leaseDurationSeconds"),
+             # a maintenance slot of this collection, whatever its prefix
+             "slot": all((lease["metadata"].get("labels") or {}).get(k) == v for k, v in SLOT_LABELS.items())}
             for lease in leases
             if lease["metadata"]["name"] == f"node-{name}" or lease.get("spec", {}).get("holderIdentity") == name]
         node_events = list(events.get(name, []))

@@ -65,11 +65,18 @@ def validate_taints(taints: List[Taint]) -> None:
     validation.taints(taints)
 
 
+# What kube-apiserver answers (422, no details) when a JSON Patch cannot be applied, as when
+# its test operation fails. A refusal of the result names the object and the field, with causes.
+PATCH_NOT_APPLIED = "the server rejected our request due to an error in our request"
+
+
 def is_test_failure(exc: UnprocessableEntity) -> bool:
     """Whether a 422 answer to our JSON Patch is its ``test`` operation failing (someone else
     wrote the taints since we read them), and not the API server refusing what we wrote."""
     message = exc.server_message or ""
-    return "test failed" in message or ("testing value" in message and "failed" in message)
+    if (exc.body.get("details") or {}).get("causes"):
+        return False
+    return message == PATCH_NOT_APPLIED or "test failed" in message or "testing value" in message
 
 
 def node_path(name: str) -> str:

@@ -104,6 +104,13 @@ options:
         controller). V(0) prints none. Not printed in check mode or when the task runs with C(async).
     type: float
     default: 10
+  validate_only:
+    description:
+      - Only check the options, with no request to the API server, and return. The role does
+        this before a node is touched, so a bad drain option stops it with nothing written
+        rather than after the node was cordoned.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -129,6 +136,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+validated:
+  description: True when O(validate_only) checked the options (nothing else is returned then).
+  returned: with O(validate_only=true)
+  type: bool
 pods_found:
   description: Pods on the node when the drain started.
   returned: always
@@ -209,7 +220,11 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.drain import Drain
 
 def core(client, params, check_mode):
     validation.seconds(params["progress_interval"], "progress_interval")
-    return drain(client, DrainOptions.from_params(params), check_mode)
+    opts = DrainOptions.from_params(params)
+    if params["validate_only"]:
+        opts.validate()
+        return {"changed": False, "node": opts.node, "validated": True}
+    return drain(client, opts, check_mode)
 
 
 ARGUMENT_SPEC = {
@@ -226,7 +241,8 @@ ARGUMENT_SPEC = {
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
     "parallelism": {"type": "int", "default": 32},
     "retry_delay": {"type": "float", "default": 1},
-    "progress_interval": {"type": "float", "default": 10}}
+    "progress_interval": {"type": "float", "default": 10},
+    "validate_only": {"type": "bool", "default": False}}
 
 
 def pool_size(params):

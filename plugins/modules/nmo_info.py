@@ -104,7 +104,10 @@ nodes:
       description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
       type: dict
     leases:
-      description: Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot).
+      description:
+        - Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot):
+          name, holder, renewTime, leaseDurationSeconds, and C(slot), true for a maintenance slot
+          of this collection (label C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
       type: list
     events:
       description: Recent events of the node and its NodeMaintenance, oldest first.

@@ -105,7 +105,7 @@ nodes:
       type: dict
     leases:
       description:
-        - Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot):
+        - Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot), each with
           name, holder, renewTime, leaseDurationSeconds, and C(slot), true for a maintenance slot
           of this collection (label C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
       type: list

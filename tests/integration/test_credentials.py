@@ -125,3 +125,17 @@ def test_a_playbook_leaves_no_file_behind(cluster, world, tmp_path, path):
     assert [r["task"] for r in run.records if r["status"] == "ok"] == ["begin", "drain", "end"]
     assert not cluster.client.get(f"/api/v1/nodes/{node}")["spec"].get("unschedulable"), "end did not run"
     assert leftovers(env, [files["key"]]) == [], "files were left in the temp folder"
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_api_key_beside_a_kubeconfig_certificate_is_sent_as_kubernetes_core_does_and_warned(cluster, world, path):
+    """kubernetes.core adds api_key to what the kubeconfig gives; the API server then
+    authenticates the client certificate and ignores the token. Same here, and said."""
+    (node,) = world.add_nodes(workers=1)
+    result = run_module("nmo_info", {"node": node, "events_limit": 0, "api_key": "not-a-valid-token"},
+                        cluster.kubeconfig, env=PATHS[path])
+    assert not result.get("failed"), result.get("msg")  # the certificate authenticated: the token was not used
+    assert [n["node"] for n in result["nodes"]] == [node]
+    warned = [w for w in result.get("warnings", []) if "api_key is sent together with" in w]
+    assert warned and "the token is not used" in warned[0], result.get("warnings")
+    assert "not-a-valid-token" not in result["_stdout"]

@@ -34,9 +34,10 @@ def admin_files(cluster) -> Dict[str, bytes]:
 
 
 def kubeconfig_with(folder: Path, files: Dict[str, bytes], user: Dict) -> str:
+    cluster_entry = {"server": files["server"].decode(),
+                     "certificate-authority-data": base64.b64encode(files["ca"]).decode()}
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "inline",
-           "clusters": [{"name": "c", "cluster": {"server": files["server"].decode(),
-                                                   "certificate-authority-data": base64.b64encode(files["ca"]).decode()}}],
+           "clusters": [{"name": "c", "cluster": cluster_entry}],
            "users": [{"name": "u", "user": user}],
            "contexts": [{"name": "inline", "context": {"cluster": "c", "user": "u"}}]}
     path = folder / "kubeconfig"
@@ -113,11 +114,9 @@ def test_a_playbook_leaves_no_file_behind(cluster, world, tmp_path, path):
     env = {**empty_tmp(tmp_path), **PATHS[path]}
     prefix = f"t{world.id}-slot"
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "begin", "nmo.maintenance.nmo_maintenance": {"node": node, "install_crd": True,
-                                                             "slot_prefix": prefix}},
+        {"name": "begin", "nmo.maintenance.nmo_maintenance": {"node": node, "install_crd": True, "slot_prefix": prefix}},
         {"name": "drain", "nmo.maintenance.nmo_drain": {"node": node, "timeout": 60}},
-        {"name": "end", "nmo.maintenance.nmo_maintenance": {"node": node, "state": "absent",
-                                                           "slot_prefix": prefix}}]}]
+        {"name": "end", "nmo.maintenance.nmo_maintenance": {"node": node, "state": "absent", "slot_prefix": prefix}}]}]
 
     run = run_playbook(play, kubeconfig, env=env)
 

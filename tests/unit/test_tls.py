@@ -47,11 +47,11 @@ def private_tmp(tmp_path, monkeypatch) -> Iterator[Path]:
 
 def inline_kubeconfig(tmp_path: Path, pem: Dict[str, bytes], **user: str) -> str:
     b64 = {k: base64.b64encode(v).decode() for k, v in pem.items()}
+    entry = {"server": "https://127.0.0.1:1", "certificate-authority-data": b64["cert"]}
+    inline = {"client-certificate-data": b64["cert"], "client-key-data": b64["key"]}
     doc = {"apiVersion": "v1", "kind": "Config", "current-context": "main",
-           "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:1",
-                                                   "certificate-authority-data": b64["cert"]}}],
-           "users": [{"name": "u", "user": user or {"client-certificate-data": b64["cert"],
-                                                     "client-key-data": b64["key"]}}],
+           "clusters": [{"name": "c", "cluster": entry}],
+           "users": [{"name": "u", "user": user or inline}],
            "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}}]}
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(doc))

@@ -60,13 +60,13 @@ class PreflightOptions:
     def validate(self) -> None:
         v = validation
         problems = []
-        try:
-            v.node_names(list(self.nodes), "nodes")
-            if len(set(self.nodes)) != len(self.nodes):
-                twice = sorted({n for n in self.nodes if self.nodes.count(n) > 1})
-                problems.append("nodes lists a node twice: " + ", ".join(twice))
-        except InputError as exc:
-            problems.append(exc.message)
+        # A name that cannot be a node's is judged like a missing node (a no-go with its
+        # reason), so that node_maintenance_preflight=warn still goes on with the others.
+        if not self.nodes or not all(isinstance(n, str) for n in self.nodes):
+            problems.append(f"nodes: {list(self.nodes)!r} must be a non-empty list of node names")
+        elif len(set(self.nodes)) != len(self.nodes):
+            twice = sorted({n for n in self.nodes if self.nodes.count(n) > 1})
+            problems.append("nodes lists a node twice: " + ", ".join(twice))
         try:
             v.problems(lambda: v.number(self.concurrency, "concurrency", 1, v.MAX_CONCURRENCY, "nodes", integer=True),
                        lambda: v.number(self.parallelism, "parallelism", 1, 500, "requests", integer=True),
@@ -291,7 +291,11 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
         reports.append(report)
         if name not in snapshot.nodes:
             report.found = False
-            report.blockers.append(f"node {name!r} not found in cluster")
+            try:
+                validation.node_name(name)
+                report.blockers.append(f"node {name!r} not found in cluster")
+            except InputError as exc:
+                report.blockers.append(f"not found in cluster: {exc.message}")
             continue
         for pod in snapshot.pods_by_node.get(name, []):
             plan = classify(pod, selection)

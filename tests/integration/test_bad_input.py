@@ -45,7 +45,6 @@ def cases(node: str, prefix: str) -> List[Case]:
         ("crd node dotdot", "nmo_crd", {"node": ".."}, ["node: '..'"]),
         ("crd node empty", "nmo_crd", {"node": ""}, ["node: '' is empty"]),
         ("info node dotdot", "nmo_info", {"node": ".."}, ["node: '..'"]),
-        ("preflight node dotdot", "nmo_preflight", {"nodes": [node, ".."]}, ["nodes[1]: '..'"]),
         # begin: everything checked before the NodeMaintenance is made
         ("begin label_key empty", "nmo_maintenance", {**begin, "label_key": ""}, ["label_key: '' is empty"]),
         ("begin label_key bad", "nmo_maintenance", {**begin, "label_key": "a/b/c"}, ["label_key: 'a/b/c'"]),
@@ -179,3 +178,19 @@ def test_the_role_refuses_bad_options_before_the_node_is_touched(cluster, world,
     assert snapshot(cluster.client, [node]) == before, "bad input changed the cluster"
     begin_task = "Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label"
     assert not [r for r in result.records() if r["task"].endswith(begin_task) and r["status"] == "ok"]
+
+
+def test_preflight_judges_an_impossible_name_as_a_missing_node(cluster, world):
+    """The pre-flight answers for every node it is given (node_maintenance_preflight=warn goes
+    on with the others): a name that cannot be a node's is a no-go that says why."""
+    from helpers import run_module
+
+    (node,) = world.add_nodes(workers=1)
+    result = run_module("nmo_preflight", {"nodes": [node, "..", "Worker_1"]}, cluster.kubeconfig)
+    assert not result.get("failed"), result.get("msg")
+    verdicts = {n["node"]: (n["verdict"], n["blockers"]) for n in result["nodes"]}
+    assert verdicts[node][0] == "go"
+    assert verdicts[".."] == ("no-go", ["not found in cluster: node: '..' is not a valid node name: Kubernetes names "
+                                        "are RFC 1123 subdomains, at most 253 lower-case letters, digits, '-' and '.', "
+                                        "starting and ending with a letter or digit"])
+    assert verdicts["Worker_1"][0] == "no-go" and "'Worker_1' is not a valid node name" in verdicts["Worker_1"][1][0]

@@ -295,4 +295,10 @@ def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
 
 
 def path_segment(name: str) -> str:
+    """One segment of a URL path. '', '.' and '..' are refused: quoted as they are, they would
+    address another resource ('/api/v1/nodes/..' is '/api/v1')."""
+    if name in ("", ".", ".."):
+        from .errors import InputError
+
+        raise InputError(f"{name!r} cannot be the name of a Kubernetes object")
     return quote(name, safe="")

@@ -205,3 +205,12 @@ def test_a_failed_test_operation_is_told_from_a_refusal(message: str, causes: An
     body = {"kind": "Status", "code": 422, "reason": "Invalid", "message": message,
             "details": {"causes": causes} if causes else {}}
     assert is_test_failure(UnprocessableEntity(422, "Invalid", message, "PATCH", "/api/v1/nodes/n", body)) is is_test
+
+
+@pytest.mark.parametrize("name", ["", ".", ".."])
+def test_no_url_path_segment_can_leave_its_collection(name: str) -> None:
+    from ansible_collections.nmo.maintenance.plugins.module_utils.client import path_segment
+
+    with pytest.raises(InputError, match="cannot be the name of a Kubernetes object"):
+        path_segment(name)
+    assert path_segment("a/b") == "a%2Fb"

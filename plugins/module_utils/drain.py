@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import maintenance, validation
+from . import maintenance, run, validation
 from .client import Client, path_segment
 from .drain_tracking import (
     FATAL,
@@ -65,6 +65,7 @@ class DrainOptions:
     skip_wait_for_delete_timeout: int = 0
     parallelism: int = 32
     retry_delay: float = 1.0
+    run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -90,6 +91,8 @@ class DrainOptions:
                                            integer=True))
         if self.delete_fallback_after is not None:
             checks.append(lambda: v.seconds(self.delete_fallback_after, "delete_fallback_after"))
+        if self.run_id:
+            checks.append(lambda: run.validate_id(self.run_id))
         v.problems(*checks)
         self.selection()  # a malformed pod_selector raises here, before any request
 
@@ -189,6 +192,7 @@ class DrainRun:
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
+        self.run_guard = run.guard_for(client, opts.run_id)
         self.event_throttle = EventThrottle()
         self.fallen_back: Set[str] = set()
         self.warnings = warnings
@@ -248,6 +252,10 @@ class DrainRun:
     def check(self) -> Optional[bool]:
         if self.maintenance_ended():
             return False
+        # no eviction for a run that is gone, nor for a maintenance another run adopted
+        self.run_guard.check()
+        if self.maintenance_watcher is not None:
+            self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
         if self.tracker.fatal and not self.tracker.in_flight():

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from . import leases as lease_utils
 from . import maintenance, validation
 from .client import Client
 from .errors import InputError, NotFound, RefusedError
 from .events import EVENT_NAMESPACE
-from .leases import SLOT_LABELS
 from .node import EXCLUDE_FROM_REMEDIATION, is_ready
 from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
 
@@ -41,6 +41,14 @@ def _events_by_object(client: Client, names: set, limit: int) -> Dict[str, List[
         items.sort(key=lambda e: e["lastTimestamp"])
         del items[:-limit]
     return grouped
+
+
+def _run_of(nm: Optional[Dict[str, Any]], alive_runs: set) -> Optional[Dict[str, Any]]:
+    """The run that holds the NodeMaintenance and whether it is alive (its run lease valid)."""
+    if nm is None:
+        return None
+    run_id = lease_utils.run_annotation(nm)
+    return {"id": run_id, "alive": bool(run_id) and run_id in alive_runs}
 
 
 def in_maintenance(report: Dict[str, Any]) -> bool:
@@ -94,6 +102,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}
     nm_by_node = {name: maintenance.find(client, name, nms) for name in names}
+    alive_runs = lease_utils.alive_run_ids(leases, client.server_now())
     event_names = names | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
     # events_limit 0 asks for none: the cluster's events are not read at all
     events = _events_by_object(client, event_names, events_limit) if events_limit > 0 else {}
@@ -107,7 +116,8 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
              "renewTime": lease.get("spec", {}).get("renewTime"),
              "leaseDurationSeconds": lease.get("spec", {}).get("leaseDurationSeconds"),
              # a maintenance slot of this collection, whatever its prefix
-             "slot": all((lease["metadata"].get("labels") or {}).get(k) == v for k, v in SLOT_LABELS.items())}
+             "slot": all((lease["metadata"].get("labels") or {}).get(k) == v
+                         for k, v in lease_utils.SLOT_LABELS.items())}
             for lease in leases
             if lease["metadata"]["name"] == f"node-{name}" or lease.get("spec", {}).get("holderIdentity") == name]
         node_events = list(events.get(name, []))
@@ -124,6 +134,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
             "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
             "maintenance": maintenance.summary(nm),
+            "run": _run_of(nm, alive_runs),
             "leases": node_leases,
             "events": node_events[-events_limit:] if events_limit > 0 else [],
         })

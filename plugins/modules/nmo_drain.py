@@ -104,6 +104,12 @@ options:
         controller). V(0) prints none. Not printed in check mode or when the task runs with C(async).
     type: float
     default: 10
+  run_id:
+    description:
+      - The playbook run this drain is for (M(nmo.maintenance.nmo_run)). The drain stops, with
+        no further eviction or status write, when that run is gone (its run lease deleted or
+        expired, as when the controller died) or when another run adopted the NodeMaintenance.
+    type: str
   validate_only:
     description:
       - Only check the options, with no request to the API server, and return. The role does
@@ -242,6 +248,7 @@ ARGUMENT_SPEC = {
     "parallelism": {"type": "int", "default": 32},
     "retry_delay": {"type": "float", "default": 1},
     "progress_interval": {"type": "float", "default": 10},
+    "run_id": {"type": "str"},
     "validate_only": {"type": "bool", "default": False}}
 
 

@@ -12,6 +12,8 @@ from typing import Any, Dict, List, Tuple
 import pytest
 from helpers import run_playbook
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.leases import RUN_LEASE_PREFIX
+
 pytestmark = [pytest.mark.cluster]
 
 NM_API = "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances"
@@ -115,8 +117,10 @@ def snapshot(client: Any, nodes: List[str]) -> Dict[str, Any]:
         marks[name] = {"taints": obj["spec"].get("taints"), "unschedulable": obj["spec"].get("unschedulable"),
                        "labels": obj["metadata"].get("labels"), "annotations": obj["metadata"].get("annotations")}
     nms = sorted(nm["metadata"]["name"] for nm in (client.get_or_none(NM_API) or {}).get("items", []))
+    # a playbook run's own run lease (nmo-run-<id>, run.py) comes and goes with the run itself
     leases = sorted((lease["metadata"]["name"], lease["metadata"]["resourceVersion"])
-                    for lease in (client.get_or_none(LEASES) or {}).get("items", []))
+                    for lease in (client.get_or_none(LEASES) or {}).get("items", [])
+                    if not lease["metadata"]["name"].startswith(RUN_LEASE_PREFIX))
     return {"nodes": marks, "nodemaintenances": nms, "leases": leases}
 
 

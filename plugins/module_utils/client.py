@@ -13,12 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import ssl
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
 from .errors import ApiError, ConnectionConfigError, api_error
@@ -60,6 +61,9 @@ class ConnectionOptions:
 
 
 def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False) -> Any:
+    """What only the kubernetes package can load, as our Configuration, with no temp file left."""
+    from . import kubeconfig
+
     try:
         from kubernetes import config as kube_config
         from kubernetes.client import Configuration
@@ -68,12 +72,15 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
             "this kubeconfig needs the Python package 'kubernetes' on the controller: "
             "pip install -r requirements.txt (" + str(exc) + ")") from exc
     cfg = Configuration()
-    if in_cluster:
-        kube_config.load_incluster_config(client_configuration=cfg)
-    else:
-        kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                     persist_config=False)
-    return cfg
+    try:
+        if in_cluster:
+            kube_config.load_incluster_config(client_configuration=cfg)
+        else:
+            kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
+                                         persist_config=False)
+        return kubeconfig.from_kubernetes(cfg)
+    finally:
+        kubeconfig.take_kubernetes_temp_files()  # also when loading failed half-way
 
 
 def _load_configuration(options: ConnectionOptions) -> Any:
@@ -109,11 +116,20 @@ def _load_configuration(options: ConnectionOptions) -> Any:
         cfg.api_key = {"authorization": options.api_key}
         cfg.api_key_prefix = {"authorization": "Bearer"}
     if options.ca_cert:
-        cfg.ssl_ca_cert = options.ca_cert
+        cfg.ssl_ca_cert, cfg.ssl_ca_data = options.ca_cert, None
     if options.client_cert:
-        cfg.cert_file = options.client_cert
+        cfg.cert_file, cfg.cert_data = options.client_cert, None
     if options.client_key:
-        cfg.key_file = options.client_key
+        cfg.key_file, cfg.key_data = options.client_key, None
+    if options.api_key and (cfg.cert_file or cfg.cert_data):
+        # kubernetes.core sends both too; the API server then authenticates the certificate
+        # and never looks at the token, so the operator must hear which identity is used.
+        source = "client_cert" if options.client_cert else "the kubeconfig's client certificate"
+        cfg.warnings.append(
+            f"api_key is sent together with {source}: the API server authenticates the client certificate "
+            "first, so requests are made as the certificate's user and the token is not used. To act as the "
+            "token's user, give host and api_key without a kubeconfig, or a kubeconfig without a client "
+            "certificate")
     if options.validate_certs is not None:
         cfg.verify_ssl = bool(options.validate_certs)
     if options.proxy:
@@ -133,20 +149,27 @@ class Client:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.requests = 0
+        self.warnings: List[str] = list(getattr(configuration, "warnings", None) or [])
         self._lock = threading.Lock()
         # (the API server's Date, our monotonic clock when it arrived): lease times are the
         # cluster's, never this controller's, which may be seconds off
         self._server_clock: Optional[Tuple[datetime, float]] = None
         kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
         if self.host.startswith("https"):
+            # The TLS context is built in memory (tls.py): inline certificates and keys are
+            # never written to a file that could outlive this process.
+            from . import tls
+
             verify = configuration.verify_ssl
+            try:
+                kwargs["ssl_context"] = tls.context(configuration)
+            except (ssl.SSLError, OSError, ValueError) as exc:
+                raise ConnectionConfigError(
+                    "cannot use the TLS settings (ca_cert, client_cert, client_key or the kubeconfig's "
+                    f"certificate data): {exc}") from None
             kwargs["cert_reqs"] = "CERT_REQUIRED" if verify else "CERT_NONE"
-            if verify and configuration.ssl_ca_cert:
-                kwargs["ca_certs"] = configuration.ssl_ca_cert
-            if configuration.cert_file:
-                kwargs["cert_file"] = configuration.cert_file
-            if configuration.key_file:
-                kwargs["key_file"] = configuration.key_file
+            if getattr(configuration, "tls_server_name", None):
+                kwargs["server_hostname"] = configuration.tls_server_name
             if not verify:
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         if configuration.proxy:
@@ -305,4 +328,10 @@ def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
 
 
 def path_segment(name: str) -> str:
+    """One segment of a URL path. '', '.' and '..' are refused: quoted as they are, they would
+    address another resource ('/api/v1/nodes/..' is '/api/v1')."""
+    if name in ("", ".", ".."):
+        from .errors import InputError
+
+        raise InputError(f"{name!r} cannot be the name of a Kubernetes object")
     return quote(name, safe="")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
-from . import etcd_guard, leases, maintenance, run
+from . import etcd_guard, leases, maintenance, run, validation
 from .client import Client
 from .errors import BlockedError, InputError, RefusedError, WaitTimeout
 from .events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
@@ -53,13 +53,20 @@ class Request:
                                            params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
 
     def validate(self) -> None:
-        if not self.node:
-            raise InputError("node is required")
+        """Every option, before the first request (the etcd options too, whatever the node)."""
+        validation.node_name(self.node)
+        validation.derived_name(leases.node_lease_name(self.node), "node", self.node)
+        if self.maintenance is not None:
+            validation.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name")
         leases.validate(self.concurrency, self.duration, self.slot_prefix)
-        if self.timeout < 0:
-            raise InputError(f"timeout must be 0 or more seconds, got {self.timeout:g}")
-        if self.etcd.flavour not in etcd_guard.FLAVOURS:
-            raise InputError(f"etcd_guard must be one of {', '.join(etcd_guard.FLAVOURS)}, got {self.etcd.flavour!r}")
+        validation.seconds(self.timeout, "timeout")
+        validation.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS)
+        validation.label_selector(self.etcd.pod_selector, "etcd_pod_selector")
+        validation.namespace(self.etcd.pod_namespace, "etcd_pod_namespace")
+        validation.namespace(self.etcd.guard_namespace, "etcd_guard_namespace")
+        validation.namespace(self.namespace, "namespace")
+        if self.run_id:
+            run.validate_id(self.run_id)
 
 
 # Module options shared by nmo_lease and nmo_maintenance (each adds node, wait and its own state).

@@ -263,16 +263,22 @@ def acquired_at(lease: Optional[Lease]) -> str:
 
 
 def validate(concurrency: int, duration: int, prefix: str) -> None:
-    if concurrency < 1:
-        raise InputError(f"concurrency must be at least 1, got {concurrency}")
-    if duration < 1:
-        raise InputError(f"duration must be at least 1 second, got {duration}")
-    if not prefix or len(prefix) > 200 or not all(c.isalnum() or c in "-." for c in prefix) \
-            or prefix != prefix.lower() or not prefix[0].isalnum():
-        raise InputError(f"slot_prefix {prefix!r} is not a valid start of a Lease name: "
-                         "use lower-case letters, digits, '-' and '.', starting with a letter or digit")
+    from . import validation
+
+    validation.number(concurrency, "concurrency", 1, validation.MAX_CONCURRENCY, "nodes", integer=True)
+    # leaseDurationSeconds is an int32, and a lease keeps remediation away until it lapses:
+    # validation.MAX_LEASE_SECONDS says why a week is the cap
+    validation.number(duration, "duration", 1, validation.MAX_LEASE_SECONDS, "seconds", integer=True)
+    shape = ("is not a valid start of a Lease name: use lower-case letters, digits, '-' and '.', "
+             "starting with a letter or digit, at most 200 characters")
+    if not isinstance(prefix, str) or not prefix or len(prefix) > 200:
+        raise InputError(f"slot_prefix: {prefix!r} {shape}")
+    try:
+        validation.dns_subdomain(slot_name(prefix, int(concurrency) - 1), "slot_prefix")
+    except InputError:
+        raise InputError(f"slot_prefix: {prefix!r} {shape}") from None
     if prefix.startswith("node-"):
-        raise InputError(f"slot_prefix {prefix!r} must not start with 'node-': those names are node leases")
+        raise InputError(f"slot_prefix: {prefix!r} must not start with 'node-': those names are node leases")
 
 
 # -- the API --------------------------------------------------------------------------------

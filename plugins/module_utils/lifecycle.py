@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import crd, disruption, events, maintenance, run
+from . import crd, disruption, events, maintenance, run, validation
 from .client import Client
-from .errors import Conflict, InputError, NmoError
+from .errors import Conflict, NmoError
 from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, is_ready, mark, marking
 from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
@@ -39,10 +39,18 @@ class Options:
     run_id: str = ""
 
     def validate(self) -> None:
-        if not self.node:
-            raise InputError("node is required")
-        if not self.label_key:
-            raise InputError("label_key must not be empty")
+        """Every option, before the first request: nothing is written on bad input."""
+        validation.node_name(self.node)
+        if self.name is not None:
+            validation.dns_subdomain(self.name, "name", "NodeMaintenance name")
+        else:
+            validation.derived_name(maintenance.default_name(self.node), "node", self.node)
+        validation.text(self.reason or "", "reason", validation.MAX_REASON)
+        validation.qualified_name(self.label_key, "label_key")
+        validation.annotations(self.annotations)
+        validation.events(self.end_events)
+        if self.run_id:
+            run.validate_id(self.run_id)
         self.lease.validate()
 
 

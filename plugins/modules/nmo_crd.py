@@ -179,7 +179,7 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 
@@ -195,10 +195,24 @@ STATUS_OPTIONS = {
 }
 
 
+def validate(params):
+    """Every option of object=nodemaintenance, before anything (the CRD included) is written."""
+    if params["object"] != "nodemaintenance":
+        return
+    if params["node"] is None:
+        raise InputError("node is required with object=nodemaintenance")
+    validation.node_name(params["node"])
+    if params["name"] is not None:
+        validation.dns_subdomain(params["name"], "name", "NodeMaintenance name")
+    else:
+        validation.derived_name(maintenance.default_name(params["node"]), "node", params["node"])
+    validation.text(params["reason"] or "", "reason", validation.MAX_REASON)
+    validation.maintenance_status(params["status"])
+    validation.events(params["events"])
+
+
 def _maintenance(client, params, check_mode, result, recorder):
     node = params["node"]
-    if not node:
-        raise InputError("node is required with object=nodemaintenance")
     if params["state"] == "absent":
         nm = maintenance.get(client, params["name"]) if params["name"] else maintenance.find(client, node)
         result.update(created=False, deleted=False, maintenance=maintenance.summary(nm))
@@ -221,6 +235,7 @@ def _maintenance(client, params, check_mode, result, recorder):
 
 
 def core(client, params, check_mode):
+    validate(params)
     result = {"changed": False}
     recorder = events.EventRecorder(client, check_mode)
     if params["object"] == "crd":

@@ -16,7 +16,7 @@ description:
   - O(state=started) creates the run lease and starts a heartbeat process on the controller.
     The heartbeat renews the run lease every 10 s, and the node leases and slots of the run
     once half of their duration is gone, so hooks may take hours. It watches the
-    C(ansible-playbook) process: when that process ends (finished, cancelled or killed), the
+    C(ansible-playbook) process; when that process ends (finished, cancelled or killed), the
     heartbeat deletes the run lease at once and exits. If the controller's host dies, the run
     lease lapses after O(duration) seconds.
   - O(state=stopped) deletes the run lease; the heartbeat then exits by itself.

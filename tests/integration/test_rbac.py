@@ -15,10 +15,17 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 from helpers import run_module
+from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect
-from ansible_collections.nmo.maintenance.plugins.module_utils.crd import CRD_NAME
+from ansible_collections.nmo.maintenance.plugins.module_utils.crd import (
+    CRD_NAME,
+    CRD_PATH,
+    REVISION_ANNOTATION,
+    SCHEMA_REVISION,
+    installed_revision,
+)
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 
 from .maintenance_support import (
@@ -145,14 +152,30 @@ def test_pod_delete_is_opt_in(cluster, world, user, tmp_path):
 
 
 def test_crd_install_is_opt_in(cluster, user, tmp_path):
-    """The base role reads the CRD; only nmo-maintenance-crd-install may create or upgrade it."""
-    assert user.can("get", "customresourcedefinitions", name=CRD_NAME)
-    with RestrictedUser(cluster, tmp_path, extra_cluster_roles=("nmo-maintenance-crd-install",)) as installer:
-        assert installer.can("update", "customresourcedefinitions", name=CRD_NAME)
-        assert installer.can("create", "customresourcedefinitions")
-        assert not installer.can("delete", "customresourcedefinitions", name=CRD_NAME)
+    """The base role reads the CRD; only nmo-maintenance-crd-install may create or upgrade
+    it. An older revision met without it is an error that names that role, and nothing is
+    written; with it bound, the same call upgrades the CRD."""
     checked = run_module("nmo_crd", {"object": "crd"}, user.kubeconfig)  # installed and current: a read
     assert not checked.get("failed") and not checked["changed"], checked
+
+    path = f"{CRD_PATH}/{CRD_NAME}"
+    cluster.client.patch(path, {"metadata": {"annotations": {REVISION_ANNOTATION: "0"}}}, "merge")
+    try:
+        refused = run_module("nmo_crd", {"object": "crd"}, user.kubeconfig)
+        assert refused.get("failed"), refused
+        assert f"the NodeMaintenance CRD {CRD_NAME} is at revision 0, this collection ships {SCHEMA_REVISION}, " \
+               "and this identity may not upgrade it" in refused["msg"], refused["msg"]
+        assert "nmo-maintenance-crd-install" in refused["msg"]
+        assert installed_revision(cluster.client.get(path)) == "0", "the refused upgrade wrote something"
+        with RestrictedUser(cluster, tmp_path, extra_cluster_roles=("nmo-maintenance-crd-install",)) as installer:
+            assert installer.can("update", "customresourcedefinitions", name=CRD_NAME)
+            assert installer.can("create", "customresourcedefinitions")
+            assert not installer.can("delete", "customresourcedefinitions", name=CRD_NAME)
+            upgraded = run_module("nmo_crd", {"object": "crd"}, installer.kubeconfig)
+        assert not upgraded.get("failed") and upgraded["changed"], upgraded
+    finally:
+        crd.ensure(cluster.client)  # as the admin: the CRD current again for the other tests
+    assert installed_revision(cluster.client.get(path)) == SCHEMA_REVISION
 
 
 def test_a_missing_lease_namespace_is_named_with_what_to_apply(cluster, world, user):
@@ -168,3 +191,23 @@ def test_a_missing_lease_namespace_is_named_with_what_to_apply(cluster, world, u
     assert cluster.client.get_or_none(f"/api/v1/namespaces/{absent}") is None
     assert "kubectl apply -f meta/rbac/" in leases.missing_namespace_message(leases.LEASE_NAMESPACE)
     assert leases.ensure_namespace(client) is False, "medik8s-leases is there (meta/rbac/namespace.yml)"
+
+
+def test_first_crd_install_needs_the_opt_in_role(cluster, user, tmp_path):
+    """On a cluster without the CRD, the base identity is told which role installs it; the
+    crd-install role installs it (create, then a watch on that one name until Established)."""
+    path = f"{CRD_PATH}/{CRD_NAME}"
+    try:
+        cluster.client.delete(path)
+        wait_for(lambda: cluster.client.get_or_none(path) is None, 60, "the CRD to be deleted")
+        refused = run_module("nmo_crd", {"object": "crd"}, user.kubeconfig)
+        assert refused.get("failed"), refused
+        assert f"the NodeMaintenance CRD {CRD_NAME} is not installed, and this identity may not install it" \
+               in refused["msg"] and "clusterrole-crd-install.yml" in refused["msg"], refused["msg"]
+        assert cluster.client.get_or_none(path) is None
+        with RestrictedUser(cluster, tmp_path, extra_cluster_roles=("nmo-maintenance-crd-install",)) as installer:
+            installed = run_module("nmo_crd", {"object": "crd"}, installer.kubeconfig)
+        assert not installed.get("failed") and installed["crd"]["state"] == "created", installed
+    finally:
+        crd.ensure(cluster.client)
+    assert installed_revision(cluster.client.get(path)) == SCHEMA_REVISION

@@ -43,4 +43,13 @@ options:
     description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
     type: str
     default: openshift-etcd
+  run_id:
+    description:
+      - The playbook run this is for (M(nmo.maintenance.nmo_run)). What is taken (the
+        C(NodeMaintenance), the node lease, the slot) is annotated C(nmo.maintenance/run) with
+        it. Something held for another run that is alive is never taken over, renewed or
+        released; something held for a run that is gone is adopted (an event says so).
+      - While waiting, the wait stops when this run is gone or the C(NodeMaintenance) is
+        deleted, before anything is taken.
+    type: str
 """

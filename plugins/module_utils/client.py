@@ -14,7 +14,10 @@ import hashlib
 import json
 import os
 import threading
+import time
 from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Iterator, Optional, Tuple
 from urllib.parse import quote, urlencode
 
@@ -131,6 +134,9 @@ class Client:
         self.host = configuration.host.rstrip("/")
         self.requests = 0
         self._lock = threading.Lock()
+        # (the API server's Date, our monotonic clock when it arrived): lease times are the
+        # cluster's, never this controller's, which may be seconds off
+        self._server_clock: Optional[Tuple[datetime, float]] = None
         kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
         if self.host.startswith("https"):
             verify = configuration.verify_ssl
@@ -169,6 +175,32 @@ class Client:
         with self._lock:
             self.requests += 1
 
+    def _note_date(self, resp: Any) -> None:
+        date = resp.headers.get("Date") if getattr(resp, "headers", None) is not None else None
+        if not date:
+            return
+        try:
+            moment = parsedate_to_datetime(date)
+        except (TypeError, ValueError):
+            return
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        self._server_clock = (moment, time.monotonic())
+
+    def server_now(self) -> datetime:
+        """The API server's time now, from the Date of its last answer (whole seconds, so it
+        errs up to a second early), moved on by our monotonic clock; reads /version first
+        when nothing was asked yet."""
+        if self._server_clock is None:
+            try:
+                self.get("/version")
+            except ApiError:
+                pass
+        if self._server_clock is None:  # a server (or proxy) that sends no Date
+            return datetime.now(timezone.utc)
+        moment, at = self._server_clock
+        return moment + timedelta(seconds=time.monotonic() - at)
+
     def request(self, method: str, path: str, query: Optional[Dict[str, Any]] = None,
                 body: Any = None, content_type: Optional[str] = None,
                 timeout: float = 30.0) -> Dict[str, Any]:
@@ -186,6 +218,7 @@ class Client:
                                      timeout=urllib3.Timeout(connect=10, read=timeout), retries=False)
         except urllib3.exceptions.HTTPError as exc:
             raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", method, path) from exc
+        self._note_date(resp)
         payload = resp.data
         try:
             decoded = json.loads(payload) if payload else {}

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import maintenance
+from . import maintenance, run
 from .client import Client, path_segment
 from .drain_tracking import (
     FATAL,
@@ -64,6 +64,7 @@ class DrainOptions:
     skip_wait_for_delete_timeout: int = 0
     parallelism: int = 32
     retry_delay: float = 1.0
+    run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -188,6 +189,7 @@ class DrainRun:
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
+        self.run_guard = run.guard_for(client, opts.run_id)
         self.event_throttle = EventThrottle()
         self.fallen_back: Set[str] = set()
         self.warnings = warnings
@@ -247,6 +249,10 @@ class DrainRun:
     def check(self) -> Optional[bool]:
         if self.maintenance_ended():
             return False
+        # no eviction for a run that is gone, nor for a maintenance another run adopted
+        self.run_guard.check()
+        if self.maintenance_watcher is not None:
+            self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
         if self.tracker.fatal and not self.tracker.in_flight():

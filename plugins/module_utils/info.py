@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from . import leases as lease_utils
 from . import maintenance
 from .client import Client
 from .errors import NotFound, RefusedError
@@ -42,6 +43,14 @@ def _events_by_object(client: Client, names: set, limit: int) -> Dict[str, List[
     return grouped
 
 
+def _run_of(nm: Optional[Dict[str, Any]], alive_runs: set) -> Optional[Dict[str, Any]]:
+    """The run that holds the NodeMaintenance and whether it is alive (its run lease valid)."""
+    if nm is None:
+        return None
+    run_id = lease_utils.run_annotation(nm)
+    return {"id": run_id, "alive": bool(run_id) and run_id in alive_runs}
+
+
 def in_maintenance(report: Dict[str, Any]) -> bool:
     """Any sign of maintenance: an object, our taints, cordon, the label, or a lease naming it."""
     return bool(report["maintenance"] or report["maintenance_taints"] or report["unschedulable"]
@@ -69,6 +78,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}
     nm_by_node = {name: maintenance.find(client, name, nms) for name in names}
+    alive_runs = lease_utils.alive_run_ids(leases, client.server_now())
     event_names = names | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
     # events_limit 0 asks for none: the cluster's events are not read at all
     events = _events_by_object(client, event_names, events_limit) if events_limit > 0 else {}
@@ -97,6 +107,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
             "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
             "maintenance": maintenance.summary(nm),
+            "run": _run_of(nm, alive_runs),
             "leases": node_leases,
             "events": node_events[-events_limit:] if events_limit > 0 else [],
         })

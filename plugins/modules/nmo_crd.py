@@ -118,6 +118,13 @@ options:
         type: str
         choices: [maintenance, node]
         default: maintenance
+  run_id:
+    description:
+      - The playbook run this is for (M(nmo.maintenance.nmo_run)). A C(NodeMaintenance) held
+        by another run that is alive is refused, before anything is written; one held by a
+        run that is gone is adopted for this run (a C(ResumeMaintenance) event says so).
+      - Without it, a C(NodeMaintenance) held by a live run is refused all the same.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -197,12 +204,14 @@ def _maintenance(client, params, check_mode, result, recorder):
         result.update(created=False, deleted=False, maintenance=maintenance.summary(nm))
         if nm is None:
             return
+        lifecycle.refuse_if_live_run(client, nm, params["run_id"] or "", node)
         lifecycle.record_on(client, recorder, nm, params["events"], node)
         result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm, check_mode)
         result["changed"] = result["deleted"]
         result["diff"] = {"before": lifecycle.view(nm), "after": {}}
         return
-    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode)
+    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode,
+                                        params["run_id"] or "")
     status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
     nm, status_changed = maintenance.update_status(client, made["nm"], status, check_mode)
     lifecycle.record_on(client, recorder, nm, params["events"], node)
@@ -237,7 +246,8 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "status": {"type": "dict", "options": STATUS_OPTIONS},
-    "events": events.EVENTS_SPEC}
+    "events": events.EVENTS_SPEC,
+    "run_id": {"type": "str"}}
 
 
 MODULE_KWARGS = {"required_if": [("object", "nodemaintenance", ("node",))]}

@@ -104,6 +104,12 @@ options:
         controller). V(0) (or less) prints none. Not printed in check mode or when the task runs with C(async).
     type: float
     default: 10
+  run_id:
+    description:
+      - The playbook run this drain is for (M(nmo.maintenance.nmo_run)). The drain stops, with
+        no further eviction or status write, when that run is gone (its run lease deleted or
+        expired: the controller died) or when another run adopted the NodeMaintenance.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -224,7 +230,8 @@ ARGUMENT_SPEC = {
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
     "parallelism": {"type": "int", "default": 32},
     "retry_delay": {"type": "float", "default": 1},
-    "progress_interval": {"type": "float", "default": 10}}
+    "progress_interval": {"type": "float", "default": 10},
+    "run_id": {"type": "str"}}
 
 
 def pool_size(params):

@@ -96,6 +96,11 @@ nodes:
     maintenance:
       description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
       type: dict
+    run:
+      description:
+        - The playbook run that holds the NodeMaintenance (C(id), empty when it names none) and
+          whether that run is C(alive) (its run lease is valid); null without a NodeMaintenance.
+      type: dict
     leases:
       description: Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot).
       type: list

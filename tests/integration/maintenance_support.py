@@ -280,5 +280,16 @@ def reasons_of(client: Any, name: str) -> List[str]:
     return [e["reason"] for e in events_of(client, name)]
 
 
+def run_of(client: Any, node: str) -> str:
+    """The run (nmo.maintenance/run) that holds the node's NodeMaintenance; '' when none."""
+    nm = maintenance_of(client, node) or {}
+    return (nm.get("metadata", {}).get("annotations") or {}).get("nmo.maintenance/run", "")
+
+
+def wait_run_gone(client: Any, run_id: str, timeout: float = 30) -> None:
+    """Until the run's heartbeat has deleted its run lease (it does when ansible-playbook is gone)."""
+    wait_for(lambda: client.get_or_none(f"{LEASES}/nmo-run-{run_id}") is None, timeout, f"run {run_id} to be gone")
+
+
 def nm_name(node: str) -> str:
     return "maintenance-" + node.removeprefix("node-")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, Set
 
 import pytest
 import yaml
@@ -25,6 +25,7 @@ import yaml
 from ansible_collections.nmo.maintenance.plugins.module_utils.events import COMPONENT
 
 from .maintenance_support import (
+    LEASES,
     PLAYBOOKS,
     events_of,
     leases_naming,
@@ -42,6 +43,12 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 GOOD = "- name: Replace the memory\n  ansible.builtin.debug:\n    msg: memory replaced\n"
 BROKEN_YAML = "- name: Replace the memory\n  ansible.builtin.debug:\n    msg: [unclosed\n"
+
+
+def run_leases(client: Any) -> Set[str]:
+    """The run leases (nmo-run-<id>) in medik8s-leases."""
+    items = (client.get_or_none(LEASES) or {}).get("items", [])
+    return {item["metadata"]["name"] for item in items if item["metadata"]["name"].startswith("nmo-run-")}
 
 
 def make_bad(tmp_path: Path, kind: str) -> tuple[str, str]:
@@ -93,6 +100,7 @@ def test_a_bad_hook_or_gate_file_stops_the_play_before_any_node_is_touched(clust
     good.write_text(GOOD)
     value = bad if option == "node_maintenance_gate" else [str(good), bad]
     inventory = with_host_vars(write_inventory(world, tmp_path), w2, **{option: value})
+    runs_before = run_leases(cluster.client)
 
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
 
@@ -106,6 +114,7 @@ def test_a_bad_hook_or_gate_file_stops_the_play_before_any_node_is_touched(clust
                 if e.get("reportingComponent") == COMPONENT]
         assert ours == [], f"{node}: events recorded {ours}"
     assert leases_naming(cluster.client, [w1, w2], slot_prefix(world)) == [], "a lease was taken"
+    assert run_leases(cluster.client) - runs_before == set(), "the run started (its run lease was written)"
     assert not any(r["task"].endswith("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label")
                    for r in result.records()), "the role began a node"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import pytest
 from helpers import run_module
@@ -29,6 +29,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.crd import (
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 
 from .maintenance_support import (
+    LEASES,
     RestrictedUser,
     leases_naming,
     maintenance_of,
@@ -66,6 +67,11 @@ class AuditLog:
         return entries
 
 
+def run_leases(client: Any) -> Set[str]:
+    items = (client.get_or_none(LEASES) or {}).get("items", [])
+    return {item["metadata"]["name"] for item in items if item["metadata"]["name"].startswith("nmo-run-")}
+
+
 def resource_of(entry: Dict[str, Any]) -> Tuple[str, str, str]:
     ref = entry.get("objectRef") or {}
     resource = ref.get("resource", entry.get("requestURI", ""))
@@ -85,10 +91,13 @@ def test_a_whole_run_under_the_shipped_rbac_uses_only_what_it_grants(cluster, wo
     world.pdb("job", "job", min_available=1)
     inventory = write_inventory(world, tmp_path)
     audit = AuditLog(cluster)
+    runs_before = run_leases(cluster.client)
 
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
 
     assert result.proc.returncode == 0, result.output[-4000:]
+    # the run's heartbeat deletes its run lease once ansible-playbook is gone: that request too
+    wait_for(lambda: run_leases(cluster.client) <= runs_before, 30, "the run lease to be released")
     wait_clean(cluster.client, [w1, w2])
     assert maintenance_of(cluster.client, w1) is None and maintenance_of(cluster.client, w2) is None
     assert leases_naming(cluster.client, [w1, w2], slot_prefix(world)) == []

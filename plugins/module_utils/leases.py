@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .client import Client, path_segment
-from .errors import ConcurrentUpdateError, Conflict, InputError, NotFound
+from .errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoError, NotFound
 
 Lease = Dict[str, Any]
 
@@ -297,7 +297,23 @@ def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE, check_mod
                                                "metadata": {"name": namespace}})
         except Conflict:
             return False
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            raise NmoError(missing_namespace_message(namespace, exc.server_message), status=403) from None
     return True
+
+
+def missing_namespace_message(namespace: str, server_message: str = "") -> str:
+    """What to do when the leases namespace is missing and this identity may not create it
+    (the shipped RBAC grants namespaces get only)."""
+    how = ("kubectl apply -f meta/rbac/ (namespace.yml creates it, role-leases.yml grants the leases in it)"
+           if namespace == LEASE_NAMESPACE else
+           f"kubectl create namespace {namespace}, then a Role and RoleBinding for leases in it as "
+           "meta/rbac/role-leases.yml and rolebinding-leases.yml do for medik8s-leases")
+    refused = f" (the API server refused to create it: {server_message})" if server_message else ""
+    return (f"the lease namespace {namespace} does not exist and this identity may not create it{refused}. "
+            f"An admin creates it once, with the collection's RBAC: {how}. See docs/rbac.md.")
 
 
 def read(client: Client, namespace: str, name: str) -> Optional[Lease]:

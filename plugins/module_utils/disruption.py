@@ -202,9 +202,10 @@ class Reporter:
         self._last = blocked.message
         self.recorder.record(self.involved, blocked.reason, blocked.event_message)
         if self.nm is not None:
-            count = int((self.nm.get("status") or {}).get("errorOnLeaseCount") or 0) + 1
+            # errorOnLeaseCount is NMO's: above 3 it fails the maintenance and undoes the node.
+            # A wait for our turn is not a lost lease, so it is never counted there.
             self.nm, _changed = maintenance.update_status(self.client, self.nm, {
-                "phase": "Pending", "lastError": blocked.message, "errorOnLeaseCount": count}, self.check_mode)
+                "phase": "Pending", "lastError": blocked.message}, self.check_mode)
 
     def acquired(self, outcome: Acquired) -> None:
         if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
@@ -213,9 +214,8 @@ class Reporter:
                                  f"{REASONS[LEASE_ACQUIRED][1]}: {outcome.lease.name}"
                                  + (f" and {outcome.slot.name}" if outcome.slot.name else ""))
         status = (self.nm or {}).get("status") or {}
-        if self.nm is not None and status.get("errorOnLeaseCount"):
-            cleared = {"errorOnLeaseCount": 0, "lastError": ""}
-            self.nm = maintenance.update_status(self.client, self.nm, cleared, self.check_mode)[0]
+        if self.nm is not None and self._last is not None and status.get("lastError") == self._last:
+            self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""}, self.check_mode)[0]
 
 
 def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:

@@ -231,7 +231,7 @@ def test_valid_foreign_lease_blocks_naming_the_holder(cluster, world):
     assert leases.holder(lease_of(cluster.client, f"node-{node}")) == "NodeHealthCheck-x"
     status = maintenance.get(cluster.client, nm["metadata"]["name"])["status"]
     assert status["phase"] == "Pending" and "NodeHealthCheck-x" in status["lastError"]
-    assert status["errorOnLeaseCount"] >= 1
+    assert not status.get("errorOnLeaseCount"), "a wait is not NMO's lost-lease count (NMO fails above 3)"
     events = events_of(cluster.client, nm["metadata"]["name"], "BlockedByNodeHealthCheck")
     assert events and events[0]["message"].startswith(BLOCKED_PREFIX) and "NodeHealthCheck-x" in events[0]["message"]
 
@@ -278,7 +278,7 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
     assert len(blocked) == 1 and blocked[0]["count"] == 1  # once per situation, not per tick
     assert events_of(cluster.client, name, "LeaseAcquired")
     status = maintenance.get(cluster.client, name)["status"]
-    assert status["errorOnLeaseCount"] == 0 and status["lastError"] == ""
+    assert not status.get("errorOnLeaseCount") and status["lastError"] == ""
 
 
 # -- crash and rerun ---------------------------------------------------------------------------

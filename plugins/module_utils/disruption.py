@@ -149,7 +149,7 @@ class Attempt:
             if not verdict.allowed:
                 return self.etcd_blocked(verdict)
         # Read-only look first: taking a slot only to give it back would wake every waiter.
-        held = leases.read(client, req.namespace, leases.node_lease_name(req.node))
+        held = leases.as_ours(leases.read(client, req.namespace, leases.node_lease_name(req.node)))
         if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED:
             return self.lease_blocked(held)
         self.run_guard.check()  # never take a slot for a run that is gone

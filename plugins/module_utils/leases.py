@@ -2,7 +2,9 @@
 
 The node lease speaks the wire of medik8s/common, which Node Health Check and Self Node
 Remediation read: namespace ``medik8s-leases``, name ``node-<node>``, holder
-``node-maintenance``, owner reference to the Node, MicroTime acquire/renew times. Held by
+``nmo.maintenance``, owner reference to the Node, MicroTime acquire/renew times. (The holder
+is not NMO's ``node-maintenance``: a running NMO would take a lease of that name for its
+own, renew it and delete it.) Held by
 someone else and still valid: blocked. Expired: taken over (``leaseTransitions`` + 1). Ours:
 renewed when it would lapse within the requested duration.
 
@@ -30,7 +32,8 @@ from .errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoEr
 Lease = Dict[str, Any]
 
 LEASE_NAMESPACE = "medik8s-leases"
-HOLDER = "node-maintenance"
+HOLDER = "nmo.maintenance"
+NMO_HOLDER = "node-maintenance"  # the Node Maintenance Operator's, and ours before runs had ids
 DEFAULT_DURATION = 3600
 SLOT_PREFIX = "nmo-maintenance-slot"
 API = "/apis/coordination.k8s.io/v1"
@@ -137,6 +140,15 @@ def new_lease(name: str, namespace: str, identity: str, duration: int, now: date
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
             "spec": {"holderIdentity": identity, "leaseDurationSeconds": duration, "acquireTime": stamp,
                      "renewTime": stamp, "leaseTransitions": 0}}
+
+
+def as_ours(lease: Optional[Lease]) -> Optional[Lease]:
+    """A node lease that this collection wrote under NMO's holder name (it carries a run
+    annotation, which NMO never writes) is read as held by HOLDER; anything else unchanged."""
+    if lease is not None and holder(lease) == NMO_HOLDER and run_annotation(lease):
+        lease = copy.deepcopy(lease)
+        lease["spec"]["holderIdentity"] = HOLDER
+    return lease
 
 
 def with_run(body: Lease, run_id: str) -> Lease:
@@ -366,7 +378,7 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
     name = node_lease_name(node["metadata"]["name"])
     owner = owner_reference(node)
     for _attempt in range(MAX_ATTEMPTS):
-        current = read(client, namespace, name)
+        current = as_ours(read(client, namespace, name))
         now = client.server_now()
         action, reset_acquire = plan(current, identity, now, duration)
         other_run = run_annotation(current)
@@ -433,6 +445,8 @@ def release(client: Client, namespace: str, name: str, identity: str, check_mode
     Returns (deleted|absent|held_by_other, lease)."""
     for _attempt in range(MAX_ATTEMPTS):
         current = read(client, namespace, name)
+        if identity == HOLDER:
+            current = as_ours(current)
         if current is None:
             return "absent", None
         other_run = run_annotation(current)

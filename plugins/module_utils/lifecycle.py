@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import crd, disruption, events, maintenance, run, validation
 from .client import Client
 from .errors import Conflict, NmoError
-from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, is_ready, mark, marking
+from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
 from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
@@ -140,9 +140,18 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
            label: bool, check_mode: bool, maintenance_name: Optional[str] = None,
            annotations: Optional[Dict[str, Optional[str]]] = None,
            node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the Node)."""
-    before, after, node, changed = mark(client, name, unschedulable, label_key,
-                                        unschedulable if label else None, check_mode, node=node,
+    """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the Node).
+
+    Uncordoning removes the label only when it is ours to remove (``ours_to_unlabel``), and
+    forgets the marks the begin recorded.
+    """
+    label_to = unschedulable if label else None
+    if not unschedulable and label:
+        node = node or read_node(client, name)
+        if not ours_to_unlabel(node):
+            label_to = None
+        annotations = {**end_marks(), **(annotations or {})}
+    before, after, node, changed = mark(client, name, unschedulable, label_key, label_to, check_mode, node=node,
                                         annotations=annotations)
     if changed and before != after:  # an annotation alone is not worth an event
         if unschedulable and maintenance_name:
@@ -188,7 +197,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
 
         def cordon_too(node: Dict[str, Any]) -> List[Dict[str, Any]]:
             seen.setdefault("before", marking(node, opts.label_key))
-            return cordon_ops(node, opts.label_key)
+            return cordon_ops(node, opts.label_key, opts.run_id)
 
         taints_before, taints_after, node, tainted = apply_taints(client, opts.node, MAINTENANCE_TAINTS, True,
                                                                   check_mode, also=cordon_too)

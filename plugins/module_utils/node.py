@@ -8,6 +8,11 @@ from .client import Client
 from .taints import node_path, read_node
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
+# This collection's own marks on a node it put in maintenance, so that the end and
+# recover.yml undo only what it did: the run that cordoned it, and whether the
+# exclude-from-remediation label was added by us (an administrator's own label is kept).
+MAINTAINED_BY = "nmo.maintenance/maintained-by"
+LABEL_ADDED = "nmo.maintenance/label-added"
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
@@ -55,18 +60,48 @@ def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: st
     return before, after, node, True
 
 
-def cordon_ops(node: Dict[str, Any], label_key: str) -> List[Dict[str, Any]]:
-    """JSON Patch operations that cordon the node and set the label, only where needed."""
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _map_ops(node: Dict[str, Any], field: str, wanted: Dict[str, str]) -> List[Dict[str, Any]]:
+    """JSON Patch operations that set ``wanted`` in metadata.<field>, only where it differs."""
+    current = node.get("metadata", {}).get(field)
+    if current is None:
+        return [{"op": "add", "path": f"/metadata/{field}", "value": dict(wanted)}] if wanted else []
+    return [{"op": "add", "path": f"/metadata/{field}/{_pointer(k)}", "value": v}
+            for k, v in wanted.items() if current.get(k) != v]
+
+
+def cordon_ops(node: Dict[str, Any], label_key: str, run_id: str = "") -> List[Dict[str, Any]]:
+    """JSON Patch operations that cordon the node and set the label, only where needed, and
+    record that we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before)."""
     ops: List[Dict[str, Any]] = []
     if not node.get("spec", {}).get("unschedulable"):
         ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
-    labels = node.get("metadata", {}).get("labels")
-    if labels is None:
-        ops.append({"op": "add", "path": "/metadata/labels", "value": {label_key: "true"}})
-    elif labels.get(label_key) != "true":
-        pointer = label_key.replace("~", "~0").replace("/", "~1")
-        ops.append({"op": "add", "path": f"/metadata/labels/{pointer}", "value": "true"})
+    meta = node.get("metadata", {})
+    had_label = (meta.get("labels") or {}).get(label_key) == "true"
+    ops += _map_ops(node, "labels", {label_key: "true"})
+    notes = {MAINTAINED_BY: run_id or "standalone"}
+    if not had_label and (meta.get("annotations") or {}).get(MAINTAINED_BY) is None:
+        notes[LABEL_ADDED] = "true"
+    if (meta.get("annotations") or {}).get(MAINTAINED_BY) is not None:
+        notes.pop(MAINTAINED_BY)  # already ours (a resumed maintenance): keep the first record
+    ops += _map_ops(node, "annotations", notes)
     return ops
+
+
+def ours_to_unlabel(node: Dict[str, Any]) -> bool:
+    """Whether the end removes the exclude-from-remediation label: when we added it, or when
+    the node carries no record of ours at all (a maintenance begun before marks were kept,
+    or by hand), as it always did. A label that was there before we came stays."""
+    notes = node.get("metadata", {}).get("annotations") or {}
+    return notes.get(LABEL_ADDED) == "true" or MAINTAINED_BY not in notes
+
+
+def end_marks() -> Dict[str, Optional[str]]:
+    """The annotation changes that forget our marks at the end."""
+    return {MAINTAINED_BY: None, LABEL_ADDED: None}
 
 
 def is_ready(node: Dict[str, Any]) -> bool:

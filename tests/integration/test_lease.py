@@ -133,14 +133,14 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
     assert res["changed"] and res["slot"] == f"{prefix(world)}-0" and res["etcd"] is None
     lease = lease_of(c, f"node-{node}")
     spec = lease["spec"]
-    assert spec["holderIdentity"] == "node-maintenance" and spec["leaseDurationSeconds"] == 3600
+    assert spec["holderIdentity"] == "nmo.maintenance" and spec["leaseDurationSeconds"] == 3600
     assert spec["leaseTransitions"] == 0 and spec["acquireTime"] == spec["renewTime"]
     assert len(spec["renewTime"]) == len("2026-11-29T11:00:00.000000Z")
     assert lease["metadata"]["ownerReferences"] == [
         {"apiVersion": "v1", "kind": "Node", "name": node, "uid": world.node(node)["metadata"]["uid"]}]
     assert res["expires"] == leases.format_time(leases.expiry(lease))
     assert slots(c, world) == {f"{prefix(world)}-0": node}
-    assert res["diff"]["after"]["leases"][f"node-{node}"]["holderIdentity"] == "node-maintenance"
+    assert res["diff"]["after"]["leases"][f"node-{node}"]["holderIdentity"] == "nmo.maintenance"
     assert events_of(c, nm["metadata"]["name"], "LeaseAcquired")
 
     again = run_module("nmo_lease", args(world, node), cluster.kubeconfig)
@@ -249,7 +249,7 @@ def test_expired_foreign_lease_is_taken_over(cluster, world):
     assert not res.get("failed"), res
     assert [a["action"] for a in res["acquired"]] == ["created", "taken_over"]
     spec = lease_of(cluster.client, f"node-{node}")["spec"]
-    assert spec["holderIdentity"] == "node-maintenance" and spec["leaseTransitions"] == 2
+    assert spec["holderIdentity"] == "nmo.maintenance" and spec["leaseTransitions"] == 2
     assert spec["leaseDurationSeconds"] == 3600 and spec["acquireTime"] == spec["renewTime"]
 
 

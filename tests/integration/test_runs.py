@@ -218,7 +218,7 @@ def test_a_long_hook_keeps_its_leases(cluster, world, user, tmp_path):
                  and cluster.client.get(slot)["spec"]["renewTime"] != first_slot["renewTime"], 45,
                  "the heartbeat to renew the node lease and the slot")
         renewed = cluster.client.get(lease_path)["spec"]
-        assert renewed["holderIdentity"] == "node-maintenance" and renewed["acquireTime"] == first["acquireTime"]
+        assert renewed["holderIdentity"] == "nmo.maintenance" and renewed["acquireTime"] == first["acquireTime"]
         assert renewed["leaseTransitions"] == first["leaseTransitions"], "renewed, not taken over"
         (tmp_path / f"release-{w1}").touch()
         assert playbook.wait() == 0, playbook.output[-3000:]

@@ -190,3 +190,14 @@ def test_disrupting_nodes_counts_valid_node_leases_and_earlier_slots():
 def test_bad_input_is_refused(concurrency, duration, prefix, fragment):
     with pytest.raises(InputError, match=fragment):
         leases.validate(concurrency, duration, prefix)
+
+
+def test_our_lease_under_nmos_holder_name_is_read_as_ours_and_nmos_is_not():
+    legacy = lease("node-x", leases.NMO_HOLDER, NOW, 3600)
+    legacy["metadata"]["annotations"] = {leases.RUN_ANNOTATION: "r1"}
+    assert leases.holder(leases.as_ours(legacy)) == leases.HOLDER
+    assert leases.holder(legacy) == leases.NMO_HOLDER, "the lease read is not changed"
+    nmos = lease("node-x", leases.NMO_HOLDER, NOW, 3600)  # NMO writes no run annotation
+    assert leases.as_ours(nmos) is nmos
+    assert leases.plan(leases.as_ours(nmos), leases.HOLDER, NOW + timedelta(minutes=1), 3600)[0] == leases.BLOCKED
+    assert leases.HOLDER != leases.NMO_HOLDER

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import crd, disruption, events, maintenance, run, validation
 from .client import Client
-from .errors import Conflict, NmoError
+from .errors import Conflict, NmoError, RefusedError
 from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
 from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
@@ -79,6 +79,11 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
     """
     before = maintenance.find(client, node)
     adopted_from = None
+    if maintenance.terminating(before):
+        raise RefusedError(f"NodeMaintenance {before['metadata']['name']} of node {node} is being deleted; it is not "
+                           "resumed. " + (maintenance.finalizer_advice(before["metadata"]["name"])
+                                          if maintenance.NMO_FINALIZER in (before["metadata"].get("finalizers") or [])
+                                          else "Run again once it is gone."), maintenance=before["metadata"]["name"])
     if before is not None:
         state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):

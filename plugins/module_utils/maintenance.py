@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .client import Client, path_segment
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
-from .errors import InputError, NotFound, RefusedError
+from .errors import InputError, NotFound, RefusedError, WaitTimeout
 from .events import now_rfc3339
 from .leases import RUN_ANNOTATION
 from .taints import read_node
@@ -147,14 +147,50 @@ def update_status(client: Client, nm: Dict[str, Any], wanted: Dict[str, Any],
     return updated, True
 
 
-def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False) -> bool:
+NMO_FINALIZER = "foregroundDeleteNodeMaintenance"  # NMO's: it ends the maintenance, then lets go
+FINALIZER_WAIT = 120.0
+
+
+def terminating(nm: Optional[Dict[str, Any]]) -> bool:
+    return bool(nm and nm.get("metadata", {}).get("deletionTimestamp"))
+
+
+def finalizer_advice(name: str) -> str:
+    return (f"NodeMaintenance {name} keeps the Node Maintenance Operator's finalizer {NMO_FINALIZER}: NMO ends the "
+            "maintenance and then removes it. If NMO is no longer installed or running, remove the finalizer "
+            f"yourself (kubectl patch nodemaintenance {name} --type=json "
+            "-p '[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]') and run again")
+
+
+def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False,
+           wait: float = FINALIZER_WAIT) -> bool:
+    """Delete it, and wait until it is gone: a finalizer (NMO's) keeps it until its owner lets go."""
     if check_mode:
         return True
+    name = nm["metadata"]["name"]
     try:
-        client.delete(path(nm["metadata"]["name"]))
-        return True
+        answer = client.delete(path(name))
     except NotFound:
         return False
+    if (answer.get("metadata") or {}).get("finalizers"):  # kept until its owner lets go
+        _wait_gone(client, name, wait)
+    return True
+
+
+def _wait_gone(client: Client, name: str, timeout: float) -> None:
+    from .waiter import Watcher, list_objects, wait_until
+
+    query = {"fieldSelector": f"metadata.name={name}"}
+    listing = list_objects(client, API, query)
+    if not listing.get("items"):
+        return
+    with Watcher(client, API, query, initial=listing) as watcher:
+        try:
+            wait_until(watcher, lambda: True if not watcher.objects else None, timeout,
+                       lambda: f"NodeMaintenance {name} to go")
+        except WaitTimeout:
+            raise RefusedError(f"deleted, but still there after {timeout:g} s: {finalizer_advice(name)}",
+                               maintenance=name) from None
 
 
 def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

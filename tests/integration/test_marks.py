@@ -15,8 +15,8 @@ from helpers import run_module, run_playbook
 
 from .maintenance_support import (
     LABEL,
-    NM_API,
     LEASES,
+    NM_API,
     leases_naming,
     maintenance_of,
     node_clean,

@@ -42,6 +42,9 @@ class Request:
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
     namespace: str = leases.LEASE_NAMESPACE
     run_id: str = ""  # the playbook run this is for (run.py); empty outside a run
+    # operator mode: NMO takes the node lease itself, and every NodeMaintenance it is working
+    # on (made by anyone) counts against the concurrency like a slot
+    operator: bool = False
 
     @classmethod
     def from_params(cls, params: Dict[str, Any], maintenance_name: Optional[str] = None) -> Request:
@@ -150,9 +153,14 @@ class Attempt:
                 return self.etcd_blocked(verdict)
         # Read-only look first: taking a slot only to give it back would wake every waiter.
         held = leases.as_ours(leases.read(client, req.namespace, leases.node_lease_name(req.node)))
-        if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED:
+        nmos_own = req.operator and leases.holder(held) == leases.NMO_HOLDER  # NMO's lease of this node
+        if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED and not nmos_own:
             return self.lease_blocked(held)
         self.run_guard.check()  # never take a slot for a run that is gone
+        if req.operator:
+            busy = self.operator_busy()
+            if busy is not None:
+                return busy
         slot, others = leases.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
                                            req.namespace, self.check_mode, req.run_id)
         if slot.action == leases.BLOCKED:
@@ -166,12 +174,30 @@ class Attempt:
             if not verdict.allowed:
                 self.give_back(slot)
                 return self.etcd_blocked(verdict)
+        if req.operator:  # NMO requests the node lease itself, as node-maintenance
+            return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
         lease = leases.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode,
                                           run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
             return self.lease_blocked(lease.before)
         return Acquired(slot, lease, verdict)
+
+    def operator_busy(self) -> Optional[Blocked]:
+        """Blocked when the NodeMaintenances NMO works on for other nodes, without a slot of
+        ours (made by kubectl, by another tool), and the slots of others fill the concurrency."""
+        req = self.req
+        now = self.client.server_now()
+        seen = leases.list_leases(self.client, req.namespace)
+        slotted = {leases.holder(s) for s in leases.slots_of(seen, req.slot_prefix) if leases.is_valid(s, now)}
+        foreign = sorted({nm.get("spec", {}).get("nodeName", "") for nm in maintenance.list_all(self.client)}
+                         - slotted - {req.node})
+        if not foreign or len(slotted - {req.node}) + len(foreign) < req.concurrency:
+            return None
+        message = (f"{BLOCKED_PREFIX} the Node Maintenance Operator is maintaining "
+                   f"{', '.join(foreign)} for someone else, and {len(slotted - {req.node})} maintenance slot(s) "
+                   f"are held: at most {req.concurrency} node(s) at once.")
+        return Blocked("slot", message, BLOCKED, message, [{"kind": "nodemaintenance", "holder": n} for n in foreign])
 
     def lease_blocked(self, held: Optional[leases.Lease]) -> Blocked:
         held = held or {"metadata": {"name": leases.node_lease_name(self.req.node)}}
@@ -210,9 +236,8 @@ class Reporter:
     def acquired(self, outcome: Acquired) -> None:
         if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
                 leases.CREATE, leases.TAKE_OVER):
-            self.recorder.record(self.involved, LEASE_ACQUIRED,
-                                 f"{REASONS[LEASE_ACQUIRED][1]}: {outcome.lease.name}"
-                                 + (f" and {outcome.slot.name}" if outcome.slot.name else ""))
+            names = " and ".join(n for n in (outcome.lease.name, outcome.slot.name) if n)
+            self.recorder.record(self.involved, LEASE_ACQUIRED, f"{REASONS[LEASE_ACQUIRED][1]}: {names}")
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and self._last is not None and status.get("lastError") == self._last:
             self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""}, self.check_mode)[0]
@@ -315,14 +340,15 @@ def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
     slot, lease = outcome.slot, outcome.lease
     due = leases.expiry(lease.after)
     warnings = [outcome.verdict.warning] if outcome.verdict and outcome.verdict.warning else []
+    held = [("slot", slot)] + ([] if req.operator else [("node", lease)])  # in operator mode NMO holds the node lease
     return {**result,
             "changed": slot.changed or lease.changed or ns_created,
-            "acquired": [_entry("slot", slot), _entry("node", lease)],
+            "acquired": [_entry(role, outcome) for role, outcome in held],
             "slot": slot.name, "lease": leases.summary(lease.after), "expires": leases.format_time(due) if due else None,
             "holders": reporter.holders, "waited": round(time.monotonic() - started, 3),
             "etcd": outcome.verdict.as_dict() if outcome.verdict else None,
-            "diff": {"before": {"leases": {slot.name: leases.summary(slot.before), lease.name: leases.summary(lease.before)}},
-                     "after": {"leases": {slot.name: leases.summary(slot.after), lease.name: leases.summary(lease.after)}}},
+            "diff": {"before": {"leases": {o.name: leases.summary(o.before) for _, o in held}},
+                     "after": {"leases": {o.name: leases.summary(o.after) for _, o in held}}},
             "warnings": warnings}
 
 
@@ -334,7 +360,7 @@ def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
     before: Dict[str, Any] = {}
     after: Dict[str, Any] = {}
     name = leases.node_lease_name(req.node)
-    targets = [("node", name, leases.HOLDER)]
+    targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node)
                 for s in leases.own_slots(client, req.node, req.slot_prefix, req.namespace)]
     for role, lease_name, identity in targets:

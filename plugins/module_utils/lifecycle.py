@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import crd, disruption, events, maintenance, run, validation
+from . import crd, disruption, events, maintenance, operator, run, validation
 from .client import Client
-from .errors import Conflict, NmoError, RefusedError
+from .errors import Conflict, InputError, NmoError, RefusedError
 from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
 from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
@@ -37,6 +37,7 @@ class Options:
     annotations: Optional[Dict[str, Optional[str]]] = None
     end_events: List[Dict[str, Any]] = field(default_factory=list)
     run_id: str = ""
+    mode: str = operator.STANDALONE  # operator: NMO does the node's work (operator.py)
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -51,6 +52,8 @@ class Options:
         validation.events(self.end_events)
         if self.run_id:
             run.validate_id(self.run_id)
+        if self.mode not in (operator.STANDALONE, operator.OPERATOR):
+            raise InputError(f"mode must be standalone or operator, got {self.mode!r}")
         self.lease.validate()
 
 
@@ -70,7 +73,8 @@ class Progress:
 
 # -- steps shared with the single-purpose modules ------------------------------------------------
 def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
-                       name: Optional[str], check_mode: bool, run_id: str = "") -> Dict[str, Any]:
+                       name: Optional[str], check_mode: bool, run_id: str = "",
+                       with_operator: bool = False) -> Dict[str, Any]:
     """The node's NodeMaintenance, created with a BeginMaintenance event when missing.
 
     An existing one is adopted for ``run_id`` only when the run that held it is gone (or it
@@ -88,8 +92,8 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
         state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
-    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id)
-    if created:
+    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id, with_operator)
+    if created and not with_operator:  # NMO records its own BeginMaintenance
         recorder.record(nm, events.BEGIN_MAINTENANCE)
     elif adopted_from is not None:
         try:
@@ -173,6 +177,8 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
 # -- the two calls ---------------------------------------------------------------------------------
 def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
     opts.validate()
+    if opts.mode == operator.OPERATOR:
+        return begin_with_operator(client, opts, check_mode)
     recorder = events.EventRecorder(client, check_mode)
     progress = Progress()
     guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
@@ -229,8 +235,82 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     return result
 
 
+def begin_with_operator(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+    """Operator mode: the slot (and the etcd guard) first, since NMO starts on a new
+    NodeMaintenance at once, then the NodeMaintenance, with no status of ours. NMO takes the
+    node lease, the label, the taints and cordon, and drains."""
+    recorder = events.EventRecorder(client, check_mode)
+    progress = Progress()
+    guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
+    result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id, "mode": operator.OPERATOR}
+    try:
+        guard.check(force=True)
+        existing = maintenance.find(client, opts.node)
+        if existing is not None:
+            state, owner = refuse_if_live_run(client, existing, opts.run_id, opts.node)
+            if state == run.NONE and not maintenance.terminating(existing):
+                raise run.OwnedByLiveRun(
+                    f"node {opts.node} has a NodeMaintenance ({existing['metadata']['name']}) that this collection did "
+                    "not make: the Node Maintenance Operator maintains it for someone else; it is left to them",
+                    owner_run="", maintenance=existing["metadata"]["name"])
+        lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
+                                                   maintenance=existing["metadata"]["name"] if existing else None),
+                                   check_mode)
+        progress.done("lease")
+        guard.check()
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id,
+                                  with_operator=True)
+        progress.done("maintenance")
+    except NmoError as exc:
+        raise progress.fail(exc) from None
+    nm = made["nm"]
+    result.update(
+        changed=made["created"] or bool(made["adopted_from"]) or lease["changed"], reached=progress.reached,
+        created=made["created"], adopted_from=made["adopted_from"], maintenance=maintenance.summary(nm),
+        lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease}, waited=lease.get("waited", 0.0),
+        events=recorder.recorded, warnings=lease.get("warnings", []),
+        diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"]},
+              "after": {"maintenance": view(nm), **lease["diff"]["after"]}})
+    return result
+
+
+def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+    """Operator mode: delete the NodeMaintenance and wait until NMO has let the node go (its
+    finalizer), then release the slot. NMO uncordons, untaints, unlabels, releases its lease."""
+    recorder = events.EventRecorder(client, check_mode)
+    progress = Progress()
+    result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id, "mode": operator.OPERATOR}
+    try:
+        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        refuse_if_live_run(client, nm, opts.run_id, opts.node)
+        run.NoGuard().check()
+        deleted = maintenance.delete(client, nm, check_mode) if nm is not None else False
+        progress.done("maintenance")
+        released = disruption.release(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
+                                                      maintenance=None), check_mode)
+        progress.done("lease")
+        node = read_node(client, opts.node)
+    except NmoError as exc:
+        raise progress.fail(exc) from None
+    warnings = list(released.get("warnings", []))
+    taints = node.get("spec", {}).get("taints") or []
+    if not check_mode and (node.get("spec", {}).get("unschedulable") or any(
+            t.get("key") == "medik8s.io/drain" for t in taints)):
+        warnings.append(f"node {opts.node} is still cordoned or tainted after the Node Maintenance Operator let go")
+    result.update(changed=deleted or released["changed"], reached=progress.reached, deleted=deleted,
+                  maintenance=maintenance.summary(nm), released=released["released"],
+                  not_released=released["not_released"], taints=taints,
+                  cordon=marking(node, opts.label_key), ready=is_ready(node), events=recorder.recorded,
+                  warnings=warnings,
+                  diff={"before": {"maintenance": view(nm), **released["diff"]["before"]},
+                        "after": {"maintenance": {}, **released["diff"]["after"]}})
+    return result
+
+
 def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
     opts.validate()
+    if opts.mode == operator.OPERATOR:
+        return end_with_operator(client, opts, check_mode)
     recorder = events.EventRecorder(client, check_mode)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}

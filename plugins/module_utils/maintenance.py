@@ -19,6 +19,7 @@ from .taints import read_node
 API = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 API_VERSION = f"{GROUP}/{VERSION}"
 ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
+MODE_ANNOTATION = "nmo.maintenance/mode"  # standalone: this collection did the work; operator: NMO did
 STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
                  "lastError", "errorOnLeaseCount")
 
@@ -60,7 +61,7 @@ def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
 
 
 def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
-           check_mode: bool = False, run_id: str = "") -> Tuple[Dict[str, Any], bool]:
+           check_mode: bool = False, run_id: str = "", operator: bool = False) -> Tuple[Dict[str, Any], bool]:
     """The node's NodeMaintenance, created (phase Pending) when there is none.
 
     Refused before anything is written when the node does not exist, or when ``name`` is
@@ -82,15 +83,18 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
                            f"{taken.get('spec', {}).get('nodeName')}; choose another name")
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
             "spec": {"nodeName": node, "reason": reason or ""}}
+    notes = {MODE_ANNOTATION: "operator" if operator else "standalone"}
     if run_id:
-        body["metadata"]["annotations"] = {RUN_ANNOTATION: run_id}
+        notes[RUN_ANNOTATION] = run_id
+    body["metadata"]["annotations"] = notes
     if check_mode:
         body["status"] = {"phase": "Pending"}
         return body, True
     created = client.post(API, body)
     created.setdefault("apiVersion", API_VERSION)
     created.setdefault("kind", KIND)
-    created = update_status(client, created, {"phase": "Pending"})[0]
+    if not operator:  # NMO sets its status up only while the phase is empty: its object, its status
+        created = update_status(client, created, {"phase": "Pending"})[0]
     return created, True
 
 
@@ -210,6 +214,7 @@ def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         "lastError": status.get("lastError", ""),
         "lastUpdate": status.get("lastUpdate", ""),
         "created": nm["metadata"].get("creationTimestamp", ""),
+        "mode": (nm["metadata"].get("annotations") or {}).get(MODE_ANNOTATION, ""),
     }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import heartbeat, leases, run
+from . import heartbeat, leases, operator, run
 from .client import Client, ConnectionOptions
 from .errors import InputError
 
@@ -19,8 +19,11 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
                          f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")
     run_id = run.validate_id(params["run_id"]) if params.get("run_id") else run.new_id(params.get("awx_job_id"))
     controller = run.controller_identity(anchor_pid)
+    found = operator.detect(client)
+    mode = operator.resolve(params.get("mode") or operator.AUTO, found)  # refused before anything is written
     result: Dict[str, Any] = {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}",
-                              "controller": controller, "heartbeat_pid": 0, "changed": False}
+                              "controller": controller, "heartbeat_pid": 0, "changed": False,
+                              "mode": mode, "operator": found}
     if check_mode:
         return result
     leases.ensure_namespace(client)

@@ -117,6 +117,15 @@ options:
         rather than after the node was cordoned.
     type: bool
     default: false
+  operator:
+    description:
+      - The Node Maintenance Operator drains the node (operator mode, see
+        M(nmo.maintenance.nmo_maintenance) O(nmo.maintenance.nmo_maintenance#module:mode)): evict
+        nothing, and follow the C(NodeMaintenance) by watch until NMO sets it C(Succeeded), with
+        the same progress lines; fail with NMO's C(lastError) when it sets C(Failed), or at
+        O(timeout) naming the pending pods.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -219,7 +228,7 @@ status:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import operator, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions, drain
 
@@ -230,6 +239,8 @@ def core(client, params, check_mode):
     if params["validate_only"]:
         opts.validate()
         return {"changed": False, "node": opts.node, "validated": True}
+    if params["operator"]:
+        return operator.follow_drain(client, opts, check_mode)
     return drain(client, opts, check_mode)
 
 
@@ -249,7 +260,8 @@ ARGUMENT_SPEC = {
     "retry_delay": {"type": "float", "default": 1},
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
-    "validate_only": {"type": "bool", "default": False}}
+    "validate_only": {"type": "bool", "default": False},
+    "operator": {"type": "bool", "default": False}}
 
 
 def pool_size(params):

@@ -102,6 +102,21 @@ options:
         type: str
         choices: [maintenance, node]
         default: maintenance
+  mode:
+    description:
+      - V(standalone), this collection does the node's work. V(operator), a running Node
+        Maintenance Operator (NMO) does it. With O(state=present), a maintenance slot (and
+        the etcd guard) is taken first, then the C(NodeMaintenance) is created without a status,
+        and NMO takes the node lease, label, taints and cordon, and drains; follow it with
+        M(nmo.maintenance.nmo_drain) O(nmo.maintenance.nmo_drain#module:operator=true). With
+        O(state=absent), the C(NodeMaintenance) is deleted and the call waits until NMO has let
+        the node go (its finalizer), then releases the slot.
+      - In operator mode a C(NodeMaintenance) that this collection did not make is never
+        adopted, and the ones NMO works on for others count against O(concurrency).
+      - M(nmo.maintenance.nmo_run) tells which mode applies (the role's C(node_maintenance_mode)).
+    type: str
+    choices: [standalone, operator]
+    default: standalone
 notes:
   - The single-purpose modules remain for playbooks that want one step at a time.
 """
@@ -197,7 +212,7 @@ def core(client, params, check_mode):
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
-                             run_id=params["run_id"] or "")
+                             run_id=params["run_id"] or "", mode=params["mode"])
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
     return lifecycle.begin(client, opts, check_mode)
@@ -213,7 +228,8 @@ ARGUMENT_SPEC = {
     **disruption.LEASE_SPEC,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},
-    "events": EVENTS_SPEC}
+    "events": EVENTS_SPEC,
+    "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"}}
 
 
 def main():

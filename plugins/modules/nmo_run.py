@@ -52,6 +52,18 @@ options:
     description: Seconds after which the run lease lapses when its heartbeat stops.
     type: int
     default: 60
+  mode:
+    description:
+      - Who does the node's work in this run. V(standalone), this collection; V(operator), a
+        running Node Maintenance Operator (NMO); V(auto), NMO when one runs here, else this
+        collection.
+      - NMO is found by its validating webhook for C(NodeMaintenance) objects (registered
+        while it is installed, and in the path of every C(NodeMaintenance) write).
+        V(standalone) with NMO found, and V(operator) without, are refused before anything is
+        written.
+    type: str
+    choices: [auto, standalone, operator]
+    default: auto
 """
 
 EXAMPLES = r"""
@@ -82,6 +94,14 @@ heartbeat_pid:
   description: The heartbeat process (0 in check mode).
   returned: state=started
   type: int
+mode:
+  description: The mode of the run, V(standalone) or V(operator).
+  returned: state=started
+  type: str
+operator:
+  description: Whether a Node Maintenance Operator was found (C(running)), and by what (C(signal)).
+  returned: state=started
+  type: dict
 api_requests:
   description: Requests made to the API server.
   returned: always
@@ -97,6 +117,7 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str"},
     "awx_job_id": {"type": "str"},
     "duration": {"type": "int", "default": 60},
+    "mode": {"type": "str", "choices": ["auto", "standalone", "operator"], "default": "auto"},
 }
 
 

@@ -120,7 +120,7 @@ options:
   operator:
     description:
       - The Node Maintenance Operator drains the node (operator mode, see
-        M(nmo.maintenance.nmo_maintenance) O(nmo.maintenance.nmo_maintenance#module:mode)): evict
+        M(nmo.maintenance.nmo_maintenance) O(nmo.maintenance.nmo_maintenance#module:mode)). Evict
         nothing, and follow the C(NodeMaintenance) by watch until NMO sets it C(Succeeded), with
         the same progress lines; fail with NMO's C(lastError) when it sets C(Failed), or at
         O(timeout) naming the pending pods.

@@ -108,7 +108,7 @@ options:
         Maintenance Operator (NMO) does it. With O(state=present), a maintenance slot (and
         the etcd guard) is taken first, then the C(NodeMaintenance) is created without a status,
         and NMO takes the node lease, label, taints and cordon, and drains; follow it with
-        M(nmo.maintenance.nmo_drain) O(nmo.maintenance.nmo_drain#module:operator=true). With
+        M(nmo.maintenance.nmo_drain) and O(nmo.maintenance.nmo_drain#module:operator=true). With
         O(state=absent), the C(NodeMaintenance) is deleted and the call waits until NMO has let
         the node go (its finalizer), then releases the slot.
       - In operator mode a C(NodeMaintenance) that this collection did not make is never

@@ -15,8 +15,8 @@ description:
     whose holder is the node; at most O(concurrency) slots are held at once across every run
     against the cluster (slots held by a run with a larger O(concurrency) count too). Then
     the node lease C(medik8s-leases/node-<node>), holder C(nmo.maintenance), in the wire
-    format of medik8s, so Node Health Check leaves the node alone. (Not NMO's holder name
-    C(node-maintenance): a running Node Maintenance Operator would take such a lease for its own.)
+    format of medik8s, so Node Health Check leaves the node alone. It is not NMO's holder name
+    C(node-maintenance), since a running Node Maintenance Operator would take such a lease for its own.
   - A lease held by someone else and still valid blocks; an expired one is taken over
     (C(leaseTransitions) + 1); our own is renewed. Every write is guarded by the
     C(resourceVersion) read, and a conflict means reading again.

@@ -127,12 +127,19 @@ func main() {
 	args := os.Args[1:]
 	var action string
 	var rest []string
-	for i, a := range args {
-		if !strings.HasPrefix(a, "-") && action == "" {
-			action = a
-			rest = append(append(rest, args[:i]...), args[i+1:]...)
-			break
+	valueFlags := map[string]bool{"kubeconfig": true, "node": true, "holder": true, "duration": true,
+		"namespace": true, "timeout": true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			if valueFlags[strings.TrimLeft(a, "-")] {
+				i++ // its value
+			}
+			continue
 		}
+		action = a
+		rest = append(append(rest, args[:i]...), args[i+1:]...)
+		break
 	}
 	fs := flag.NewFlagSet("leasetool", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig (default $KUBECONFIG)")

@@ -78,6 +78,14 @@ def medik8s_tools(cluster: Cluster):
     return Medik8s(cluster)
 
 
+def _deleting_for_nmo(cluster: Cluster) -> list:
+    """NodeMaintenances being deleted that wait for NMO to remove its finalizer."""
+    from medik8s import NM_PATH, NMO_FINALIZER
+    items = (cluster.client.get_or_none(NM_PATH) or {}).get("items", [])
+    return [nm["metadata"]["name"] for nm in items
+            if NMO_FINALIZER in (nm["metadata"].get("finalizers") or []) and nm["metadata"].get("deletionTimestamp")]
+
+
 @pytest.fixture(scope="module")
 def medik8s(cluster: Cluster) -> Iterator:
     """NMO v0.17.0 running against the local cluster for the module, its webhook registered.
@@ -93,13 +101,8 @@ def medik8s(cluster: Cluster) -> Iterator:
     try:
         yield m
     finally:
-        def waiting() -> list:
-            items = (cluster.client.get_or_none(NM_PATH) or {}).get("items", [])
-            return [nm["metadata"]["name"] for nm in items
-                    if NMO_FINALIZER in (nm["metadata"].get("finalizers") or [])
-                    and nm["metadata"].get("deletionTimestamp")]
         try:  # NMO finishes what is being deleted while it still runs
-            wait_for(lambda: not waiting(), 60, "NMO to finish the NodeMaintenances being deleted")
+            wait_for(lambda: not _deleting_for_nmo(cluster), 60, "NMO to finish the NodeMaintenances being deleted")
         except AssertionError:
             pass
         m.down()

@@ -18,7 +18,7 @@ from helpers import collection_path  # noqa: E402
 
 sys.path.insert(0, str(collection_path()))
 
-from topology import World  # noqa: E402
+from topology import World, wait_for  # noqa: E402
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect  # noqa: E402
 
@@ -68,3 +68,54 @@ def pytest_collection_modifyitems(items: list) -> None:
     for item in items:
         if "cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def medik8s_tools(cluster: Cluster):
+    """The real medik8s code built (cached per user and version), NMO not started: for the
+    lease tool (``medik8s_tools.lease(...)``, medik8s/common's lease library as NHC uses it)."""
+    from medik8s import Medik8s
+    return Medik8s(cluster)
+
+
+def _deleting_for_nmo(cluster: Cluster) -> list:
+    """NodeMaintenances being deleted that wait for NMO to remove its finalizer."""
+    from medik8s import NM_PATH, NMO_FINALIZER
+    items = (cluster.client.get_or_none(NM_PATH) or {}).get("items", [])
+    return [nm["metadata"]["name"] for nm in items
+            if NMO_FINALIZER in (nm["metadata"].get("finalizers") or []) and nm["metadata"].get("deletionTimestamp")]
+
+
+@pytest.fixture(scope="module")
+def medik8s(cluster: Cluster) -> Iterator:
+    """NMO v0.17.0 running against the local cluster for the module, its webhook registered.
+
+    When no NodeMaintenance CRD is installed, NMO's own is applied, and removed again after
+    the module. Afterwards nothing of NMO is left to block later tests: no webhook
+    registration, no NodeMaintenance waiting for NMO's finalizer."""
+    from medik8s import NM_PATH, NMO_CRD, NMO_FINALIZER, Medik8s
+    m = Medik8s(cluster)
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{NMO_CRD}"
+    had_crd = cluster.client.get_or_none(crd_path) is not None
+    m.up()
+    try:
+        yield m
+    finally:
+        try:  # NMO finishes what is being deleted while it still runs
+            wait_for(lambda: not _deleting_for_nmo(cluster), 60, "NMO to finish the NodeMaintenances being deleted")
+        except AssertionError:
+            pass
+        m.down()
+        # Whatever still carries NMO's finalizer would hang forever without NMO.
+        for nm in (cluster.client.get_or_none(NM_PATH) or {}).get("items", []):
+            finalizers = nm["metadata"].get("finalizers") or []
+            if NMO_FINALIZER in finalizers:
+                kept = [f for f in finalizers if f != NMO_FINALIZER]
+                cluster.client.patch(f"{NM_PATH}/{nm['metadata']['name']}",
+                                     {"metadata": {"finalizers": kept or None}}, "merge")
+        if not had_crd:
+            try:
+                cluster.client.delete(crd_path)
+            except Exception as exc:
+                if getattr(exc, "status", None) != 404:
+                    raise

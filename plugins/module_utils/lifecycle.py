@@ -290,6 +290,9 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
                                                       maintenance=None), check_mode)
         progress.done("lease")
         node = read_node(client, opts.node)
+        if opts.annotations:  # the campaign's done mark: ours to write, not NMO's
+            node = mark(client, opts.node, None, opts.label_key, None, check_mode, node=node,
+                        annotations=opts.annotations)[2]
     except NmoError as exc:
         raise progress.fail(exc) from None
     warnings = list(released.get("warnings", []))

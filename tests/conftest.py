@@ -35,6 +35,22 @@ class Cluster:
         return subprocess.run([f"{self.bin}/kubectl", "--kubeconfig", self.kubeconfig, *args],
                               capture_output=True, text=True, check=check, input=input, timeout=120)
 
+    # One component stopped, started or restarted with its data (hack/cluster stop|start|restart):
+    # what a test of an API server restart needs. start and restart return once it is ready.
+    def stop(self, component: str) -> None:
+        self._component("stop", component)
+
+    def start(self, component: str) -> None:
+        self._component("start", component)
+
+    def restart(self, component: str) -> None:
+        self._component("restart", component)
+
+    def _component(self, action: str, component: str) -> None:
+        done = subprocess.run([str(ROOT / "hack" / "cluster"), action, component], capture_output=True, text=True,
+                              check=False, timeout=120, env={**os.environ, "NMO_CLUSTER_DIR": self.dir})
+        assert done.returncode == 0, f"hack/cluster {action} {component} failed: {done.stderr[-2000:]}"
+
 
 def _cluster_env() -> dict:
     out = subprocess.run([str(ROOT / "hack" / "cluster"), "env"], capture_output=True, text=True, check=True).stdout

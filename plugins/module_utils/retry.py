@@ -40,23 +40,25 @@ TRANSIENT_500 = ("etcdserver", "timeout", "timed out", "deadline exceeded", "con
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff: ``first`` seconds, doubling, at most ``cap``; jitter keeps many
-    threads (the drain's evictions) from asking again in step. A ``Retry-After`` counts as
-    a floor. Nothing is retried past ``budget`` seconds after the first attempt."""
+    threads (the drain's evictions) from asking again in step. A ``Retry-After`` is a
+    floor, spread up to ``jitter`` above it. Nothing is retried past ``budget`` seconds
+    after the first attempt."""
 
     budget: float = DEFAULT_BUDGET
     first: float = 0.2
     cap: float = 4.0
-    jitter: float = 0.5  # the delay is scaled by a random factor in [1 - jitter, 1]
+    jitter: float = 0.5  # a backoff is scaled by [1 - jitter, 1], a Retry-After by [1, 1 + jitter]
 
     def delay(self, attempt: int, retry_after: Optional[float] = None,
               rand: Callable[[], float] = random.random) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1 for the first)."""
-        backoff = min(self.cap, self.first * 2 ** (attempt - 1)) * (1 - self.jitter * rand())
-        if retry_after is not None:
-            # The server knows best when it has room again, but a bogus huge value must
-            # not stall a task: the budget still bounds it (see ``call``).
-            backoff = max(backoff, retry_after)
-        return backoff
+        backoff = min(self.cap, self.first * 2 ** (attempt - 1))
+        if retry_after is None:
+            return backoff * (1 - self.jitter * rand())
+        # The server says when it has room again: not before, and spread out after it, or
+        # every throttled thread would come back in the same instant and be throttled
+        # again. A bogus huge value cannot stall a task: the budget bounds it (``call``).
+        return max(backoff, retry_after) * (1 + self.jitter * rand())
 
 
 def transient(error: BaseException) -> bool:

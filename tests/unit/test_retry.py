@@ -112,8 +112,9 @@ class TestDelay:
         assert self.policy.delay(3, rand=lambda: 1.0) == pytest.approx(0.4)
         assert self.policy.delay(30, rand=lambda: 0.999) >= 2.0
 
-    def test_retry_after_is_a_floor(self) -> None:
+    def test_retry_after_is_a_floor_and_spread_above_it(self) -> None:
         assert self.policy.delay(1, retry_after=2.0, rand=lambda: 0.0) == pytest.approx(2.0)
+        assert self.policy.delay(1, retry_after=2.0, rand=lambda: 1.0) == pytest.approx(3.0)
         assert self.policy.delay(7, retry_after=1.0, rand=lambda: 0.0) == pytest.approx(4.0)
 
 

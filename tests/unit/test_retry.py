@@ -374,3 +374,29 @@ def test_a_watch_that_is_forbidden_fails_the_wait(quick_reopen: None) -> None:
     watcher = waiter.Watcher(client, "/api/v1/pods", initial={"items": [], "metadata": {"resourceVersion": "1"}})
     with watcher, pytest.raises(ApiError, match="no watch for you"):
         waiter.wait_until(watcher, lambda: None, 5, lambda: "never")
+
+
+# -- creates and deletes whose first answer was lost ------------------------------------------------------
+def test_a_nodemaintenance_created_before_its_answer_was_lost_is_ours() -> None:
+    from ansible_collections.nmo.maintenance.plugins.module_utils import maintenance
+
+    nm = {"metadata": {"name": "maintenance-a", "resourceVersion": "5"}, "spec": {"nodeName": "node-a"}}
+    client = fake_client(
+        FakeResponse(200, {"metadata": {"name": "node-a"}}),  # the node exists
+        FakeResponse(200, {"items": []}),  # no NodeMaintenance names it
+        FakeResponse(404, {"reason": "NotFound", "message": "not found"}),  # the name is free
+        RESET,  # the create: applied, its answer lost
+        FakeResponse(409, {"reason": "AlreadyExists", "message": "already exists"}),  # its retry
+        FakeResponse(200, nm),  # read back: ours
+        FakeResponse(200, {**nm, "status": {"phase": "Pending"}}))  # phase Pending
+    made, created = maintenance.ensure(client, "node-a")
+    assert created and made["status"]["phase"] == "Pending"
+
+
+def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
+    from ansible_collections.nmo.maintenance.plugins.module_utils import maintenance
+
+    client = fake_client(RESET, FakeResponse(404, {"reason": "NotFound", "message": "not found"}))
+    assert maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})
+    client = fake_client(FakeResponse(404, {"reason": "NotFound", "message": "not found"}))
+    assert not maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})

@@ -183,7 +183,7 @@ class TestCall:
 
     def test_the_budget_bounds_the_retries_and_the_last_error_says_how_many(self) -> None:
         clock = FakeClock()
-        down = [api_error(503, "ServiceUnavailable", "down") for _ in range(100)]
+        down = [api_error(503, "ServiceUnavailable", "down") for _n in range(100)]
         with pytest.raises(ApiError) as failed:
             run(script(*down), retry.RetryPolicy(budget=10), clock=clock)
         assert clock.now - 100.0 <= 10.0
@@ -193,7 +193,7 @@ class TestCall:
     def test_a_callers_deadline_is_earlier_than_the_budget(self) -> None:
         clock = FakeClock()
         with pytest.raises(ApiError):
-            run(script(*[api_error(0, "ConnectionError", "refused") for _ in range(100)]), deadline=101.0, clock=clock)
+            run(script(*[api_error(0, "ConnectionError", "refused") for _n in range(100)]), deadline=101.0, clock=clock)
         assert clock.now <= 101.0
 
     def test_a_huge_retry_after_gives_up_instead_of_stalling(self) -> None:
@@ -242,7 +242,7 @@ class FakePool:
             self.sent.append(f"{method} {url}")
             answer = self.answers.pop(0) if self.answers else FakeResponse(503, {"message": "script ended"})
         if isinstance(answer, BaseException):
-            raise answer
+            raise answer  # pylint: disable=raising-non-exception  # an exception instance of the script
         return answer
 
 
@@ -338,7 +338,7 @@ def test_a_watch_reopens_after_throttling_a_reset_and_a_restart(quick_reopen: No
         FakeResponse(200, lines=[pod_event("ADDED", "a", "11")]),
         FakeResponse(200, lines=[{"type": "ERROR", "object": STORAGE_BODY}]),
         FakeResponse(200, lines=[pod_event("ADDED", "b", "12")]),
-        *[FakeResponse(200) for _ in range(1000)])
+        *[FakeResponse(200) for _n in range(1000)])
     watcher = waiter.Watcher(client, "/api/v1/pods", initial={"items": [], "metadata": {"resourceVersion": "10"}})
     with watcher:
         wait_for_objects(watcher, {"ns/a", "ns/b"})
@@ -352,7 +352,7 @@ def test_a_watch_that_gets_410_lists_again(quick_reopen: None) -> None:
         FakeResponse(200, lines=[{"type": "ERROR", "object": gone}]),
         FakeResponse(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "50"},
                            "items": [{"metadata": {"namespace": "ns", "name": "c"}}]}),
-        *[FakeResponse(200) for _ in range(1000)])
+        *[FakeResponse(200) for _n in range(1000)])
     watcher = waiter.Watcher(client, "/api/v1/pods", initial={
         "items": [{"metadata": {"namespace": "ns", "name": "old"}}], "metadata": {"resourceVersion": "1"}})
     with watcher:
@@ -362,7 +362,7 @@ def test_a_watch_that_gets_410_lists_again(quick_reopen: None) -> None:
 
 def test_a_watch_streams_that_end_at_once_back_off(quick_reopen: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(waiter, "REOPEN", retry.RetryPolicy(first=0.05, cap=0.2, jitter=0))
-    client = fake_client(*[FakeResponse(200) for _ in range(1000)])
+    client = fake_client(*[FakeResponse(200) for _n in range(1000)])
     watcher = waiter.Watcher(client, "/api/v1/pods", initial={"items": [], "metadata": {"resourceVersion": "1"}})
     with watcher:
         threading.Event().wait(1.0)

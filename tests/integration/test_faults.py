@@ -168,6 +168,45 @@ def test_end_outlives_an_api_server_that_is_down_when_it_starts(cluster, world):
     assert leases_naming(cluster.client, [node], prefix) == []
 
 
+def audited(cluster: Any, user: str, since: float, code: Optional[int] = None) -> int:
+    """Requests of ``user`` the API server answered (``code`` only, when given) since ``since``
+    (epoch seconds), per its audit log: one line a request."""
+    count = 0
+    with open(Path(cluster.dir) / "audit.log", encoding="utf-8") as log:
+        for line in log:
+            if user not in line:
+                continue
+            event = json.loads(line)
+            stamp = event.get("requestReceivedTimestamp") or "1970-01-01T00:00:00Z"
+            received = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            if (event.get("user", {}).get("username") == user and received >= since
+                    and (code is None or event.get("responseStatus", {}).get("code") == code)):
+                count += 1
+    return count
+
+
+def test_end_through_ansible_outlives_an_api_server_restart(cluster, world, user):
+    (node,) = world.add_nodes(workers=1)
+    args = {k: v for k, v in params(world, node, "present").items() if k in ("node", "slot_prefix", "etcd_pod_selector")}
+    begun = run_module("nmo_maintenance", args, user.kubeconfig)
+    assert not begun.get("failed") and node_clean(cluster.client, node) is not None, begun.get("msg")
+    since = time.time()
+
+    ending = Background(lambda: run_module("nmo_maintenance", {**args, "state": "absent"}, user.kubeconfig))
+    cluster.restart("kube-apiserver")  # 10 s of graceful shutdown, its port closed at once: Ansible starts meanwhile
+    ended = ending.join(120)
+
+    assert not ended.get("failed"), ended.get("msg")
+    assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"]
+    answered = audited(cluster, user.name, since)
+    print(f"\nEnd across an API server restart: {ended['api_requests']} attempts, {answered} answered")
+    assert ended["api_requests"] > answered, (
+        f"the End sent {ended['api_requests']} requests and {answered} were answered: it never met the restart")
+    wait_clean(cluster.client, [node])
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], f"t{world.id}-slot") == []
+
+
 # -- (c) API Priority and Fairness throttling the collection's user -----------------------------------------
 @contextmanager
 def throttled(cluster: Any, user: str) -> Iterator[None]:
@@ -211,21 +250,6 @@ def throttled(cluster: Any, user: str) -> Iterator[None]:
             cluster.client.delete(path)
 
 
-def throttled_requests(cluster: Any, user: str, since: float) -> int:
-    """429s the API server answered ``user`` since ``since`` (epoch), per its audit log."""
-    count = 0
-    with open(Path(cluster.dir) / "audit.log", encoding="utf-8") as log:
-        for line in log:
-            if user not in line or '"code":429' not in line.replace(" ", ""):
-                continue
-            event = json.loads(line)
-            stamp = event.get("requestReceivedTimestamp") or "1970-01-01T00:00:00Z"
-            received = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-            if event.get("user", {}).get("username") == user and received >= since - 1:
-                count += 1
-    return count
-
-
 def test_throttling_slows_the_drain_and_blames_no_budget(cluster, world, user):
     a, _b = world.add_nodes(workers=2)
     with world.only_schedulable(a):
@@ -240,7 +264,7 @@ def test_throttling_slows_the_drain_and_blames_no_budget(cluster, world, user):
         checked = run_module("nmo_preflight", {"nodes": [a]}, user.kubeconfig)
         result = run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 180}, user.kubeconfig)
 
-    rejected = throttled_requests(cluster, user.name, since)
+    rejected = audited(cluster, user.name, since, 429)
     print(f"\nthrottled: {rejected} requests answered 429; pre-flight {checked.get('elapsed')} s "
           f"({checked.get('api_requests')} requests), drain {result.get('elapsed')} s "
           f"({result.get('api_requests')} requests)")

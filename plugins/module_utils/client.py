@@ -135,6 +135,7 @@ class Client:
         self.requests = 0
         self._lock = threading.Lock()
         self.retry = retry.RetryPolicy()
+        self.outages = retry.Outages()  # when the server was last unreachable (see retry.transient)
         self._deadline: Optional[float] = None  # monotonic; set by time_budget
         kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
         if self.host.startswith("https"):
@@ -182,7 +183,7 @@ class Client:
         returns the decoded JSON body, raises ApiError on a final non-2xx status."""
         policy = self.retry if budget is None else replace(self.retry, budget=budget)
         return retry.call(lambda: self._send(method, path, query, body, content_type, timeout),
-                          policy, self._deadline)
+                          policy, self._deadline, outages=self.outages)
 
     @contextmanager
     def time_budget(self, seconds: float) -> Iterator[None]:

@@ -12,7 +12,10 @@ restart.
 What is final is never retried: 4xx answers about the request itself, a
 PodDisruptionBudget's refusal of an eviction (``DisruptionBudgetRefusal``: the drain
 decides when to ask again), and a 500 that is not a known passing failure (the eviction
-API's "more than one PodDisruptionBudget" is one such real error).
+API's "more than one PodDisruptionBudget" is one such real error). One exception: an API
+server that has just started answers before its authorizer has read the RBAC objects,
+so a user who is not a cluster admin gets 403 (or 401) for a moment. Shortly after the
+client found the server unreachable (``Outages``), a 401/403 is asked again too.
 
 Pure except for ``call``, which takes its clock and sleep as arguments for the unit tests.
 """
@@ -29,6 +32,8 @@ from .errors import ApiError, DisruptionBudgetRefusal
 T = TypeVar("T")
 
 DEFAULT_BUDGET = 60.0  # seconds: an API server restart takes 10-20 s
+STARTING_WINDOW = 30.0  # seconds after the server was unreachable in which a 401/403 may be its start-up
+UNREACHABLE = (0, 502, 503, 504)  # no answer, or the server (or its proxy) says it is not serving
 
 # A 500 is retried only when its message shows a passing cause (etcd, a timeout, a
 # connection); any other 500 is an answer about the request and fails at once.
@@ -61,10 +66,29 @@ class RetryPolicy:
         return max(backoff, retry_after) * (1 + self.jitter * rand())
 
 
-def transient(error: BaseException) -> bool:
-    """True when asking again later can get another answer."""
+class Outages:
+    """When the client last found the API server unreachable; shared by its threads."""
+
+    def __init__(self, window: float = STARTING_WINDOW) -> None:
+        self.window = window
+        self.last: Optional[float] = None
+
+    def note(self, error: BaseException, now: float) -> None:
+        if not isinstance(error, ApiError) or error.status in UNREACHABLE:
+            self.last = now
+
+    def recent(self, now: float) -> bool:
+        """The server was unreachable a moment ago: it may still be starting."""
+        return self.last is not None and now - self.last < self.window
+
+
+def transient(error: BaseException, starting: bool = False) -> bool:
+    """True when asking again later can get another answer. ``starting``: the server was
+    unreachable a moment ago, so a 401/403 may be its authorizer not ready yet."""
     if not isinstance(error, ApiError):
         return False
+    if error.status in (401, 403):
+        return starting
     if isinstance(error, DisruptionBudgetRefusal):
         return False  # a PodDisruptionBudget's answer: the drain decides when to ask again
     status = error.status
@@ -80,7 +104,7 @@ def transient(error: BaseException) -> bool:
 
 def call(attempt: Callable[[], T], policy: RetryPolicy, deadline: Optional[float] = None,
          clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-         rand: Callable[[], float] = random.random) -> T:
+         rand: Callable[[], float] = random.random, outages: Optional[Outages] = None) -> T:
     """``attempt()`` until it answers or fails for good, within ``policy.budget`` seconds and
     before ``deadline`` (a ``clock()`` time) when one is given. The last error is raised,
     carrying how many attempts were made (``error.attempts``): a create that meets
@@ -95,7 +119,10 @@ def call(attempt: Callable[[], T], policy: RetryPolicy, deadline: Optional[float
             return attempt()
         except ApiError as error:
             error.attempts = tries
-            if not transient(error):
+            now = clock()
+            if outages is not None:
+                outages.note(error, now)
+            if not transient(error, outages is not None and outages.recent(now)):
                 raise
             wait = policy.delay(tries, error.retry_after, rand)
             if clock() + wait > end:

@@ -132,7 +132,11 @@ class Watcher:
                 if isinstance(exc, ApiError) and exc.status == 410:
                     rv = None  # too old to resume from: list again, at once
                     continue
-                if isinstance(exc, ApiError) and not transient(exc):
+                outages = getattr(self.client, "outages", None)  # the client's, shared with its requests
+                if outages is not None:
+                    outages.note(exc, time.monotonic())
+                starting = outages is not None and outages.recent(time.monotonic())
+                if isinstance(exc, ApiError) and not transient(exc, starting):
                     self._put(("FAILED", {"error": exc}))
                     return
                 failures += 1

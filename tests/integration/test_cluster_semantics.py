@@ -161,17 +161,22 @@ def test_a_world_survives_restarts_of_the_api_server_and_etcd(cluster, world):
     before = sorted(p["metadata"]["uid"] for p in world.pods(namespace=world.namespace))
     one_shot = Client(cluster.client.configuration)  # its own pool: no connection of another test
 
-    cluster.stop("kube-apiserver")
-    cluster.stop("kube-apiserver")  # idempotent
-    with pytest.raises(ApiError) as down:
-        one_shot.request("GET", "/version", budget=0)
-    assert down.value.status == 0, down.value.message
-    cluster.start("kube-apiserver")  # returns when ready
-    cluster.start("kube-apiserver")  # idempotent: only waits
-    assert one_shot.request("GET", "/version", budget=0)["gitVersion"]
+    try:
+        cluster.stop("kube-apiserver")
+        cluster.stop("kube-apiserver")  # idempotent
+        with pytest.raises(ApiError) as down:
+            one_shot.request("GET", "/version", budget=0)
+        assert down.value.status == 0, down.value.message
+        cluster.start("kube-apiserver")  # returns when ready
+        cluster.start("kube-apiserver")  # idempotent: only waits
+        assert one_shot.request("GET", "/version", budget=0)["gitVersion"]
 
-    cluster.restart("etcd")
-    cluster.restart("kube-apiserver")
+        cluster.restart("etcd")
+        cluster.restart("kube-apiserver")
+    finally:
+        cluster.start("etcd")
+        cluster.start("kube-apiserver")
+        cluster.restart_controllers()
     # The data is kept: same node, same pods, and the shared client carries on.
     assert world.node(node)["metadata"]["name"] == node
     assert sorted(p["metadata"]["uid"] for p in world.pods(namespace=world.namespace)) == before

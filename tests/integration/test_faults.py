@@ -42,6 +42,17 @@ def nm_crd(cluster: Any) -> None:
             continue
 
 
+@pytest.fixture
+def restarts(cluster: Any) -> Iterator[Any]:
+    """For a test that stops or restarts the API server: it is running again afterwards,
+    whatever the test did, and the controllers are fresh for the next test."""
+    try:
+        yield cluster
+    finally:
+        cluster.start("kube-apiserver")
+        cluster.restart_controllers()
+
+
 class Background:
     """Runs ``fn`` in a thread; keeps its result or error."""
 
@@ -99,7 +110,7 @@ def drain_errors(cluster: Any, name: str) -> List[Dict[str, Any]]:
 
 
 # -- (a) the API server restarted in the middle of a drain ---------------------------------------------
-def test_a_drain_outlives_an_api_server_restart(cluster, world):
+def test_a_drain_outlives_an_api_server_restart(restarts, cluster, world):
     a, _b = world.add_nodes(workers=2)
     with world.only_schedulable(a):
         world.deployment("web", 4)
@@ -117,6 +128,7 @@ def test_a_drain_outlives_an_api_server_restart(cluster, world):
     cluster.restart("kube-apiserver")  # returns when the new API server is ready
     outage = time.monotonic() - restarted
     assert running.thread.is_alive(), "the drain ended during the API server restart"
+    cluster.restart_controllers()  # the disruption controller then updates the PDB's status at once
     cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
                          "kubevirt-disruption-budget-db", {"spec": {"minAvailable": 0}}, "merge")
 
@@ -142,7 +154,7 @@ def params(world: Any, node: str, state: str) -> Dict[str, Any]:
     return given
 
 
-def test_end_outlives_an_api_server_that_is_down_when_it_starts(cluster, world):
+def test_end_outlives_an_api_server_that_is_down_when_it_starts(restarts, cluster, world):
     (node,) = world.add_nodes(workers=1)
     begun = nmo_maintenance.core(cluster.client, params(world, node, "present"), False)
     assert node_clean(cluster.client, node) is not None and begun["reached"] == ["maintenance", "lease", "taints",
@@ -185,7 +197,7 @@ def audited(cluster: Any, user: str, since: float, code: Optional[int] = None) -
     return count
 
 
-def test_end_through_ansible_outlives_an_api_server_restart(cluster, world, user):
+def test_end_through_ansible_outlives_an_api_server_restart(restarts, cluster, world, user):
     (node,) = world.add_nodes(workers=1)
     args = {k: v for k, v in params(world, node, "present").items() if k in ("node", "slot_prefix", "etcd_pod_selector")}
     begun = run_module("nmo_maintenance", args, user.kubeconfig)

@@ -205,6 +205,31 @@ class TestCall:
         assert clock.slept == []
 
 
+class TestStarting:
+    """A 403 right after the server was unreachable: its authorizer may not be ready yet."""
+
+    def test_a_403_after_an_outage_is_asked_again(self) -> None:
+        outages = retry.Outages()
+        attempt = script(api_error(0, "ConnectionError", "refused"), api_error(403, "Forbidden", "no"), {"ok": 1})
+        assert retry.call(attempt, DEFAULT, None, FakeClock().clock, FakeClock().sleep, lambda: 0.0, outages) == {"ok": 1}
+
+    def test_a_403_long_after_an_outage_is_final(self) -> None:
+        clock, outages = FakeClock(), retry.Outages(window=30)
+        outages.note(api_error(503, "ServiceUnavailable", ""), clock.now - 31)
+        attempt = script(api_error(403, "Forbidden", "no"), {"ok": 1})
+        with pytest.raises(ApiError):
+            retry.call(attempt, DEFAULT, None, clock.clock, clock.sleep, lambda: 0.0, outages)
+        assert len(attempt.calls) == 1
+
+    def test_only_unreachable_answers_count_as_an_outage(self) -> None:
+        outages = retry.Outages()
+        outages.note(error_of(APF_BODY), 100.0)
+        outages.note(api_error(404, "NotFound", ""), 100.0)
+        assert not outages.recent(100.0)
+        outages.note(api_error(0, "ConnectionError", "reset"), 100.0)
+        assert outages.recent(129.0) and not outages.recent(130.0)
+
+
 # -- the client on a fake transport ------------------------------------------------------------------
 class FakeResponse:
     def __init__(self, status: int, body: Any = None, headers: Optional[Dict[str, str]] = None,
@@ -272,6 +297,15 @@ class TestClient:
         client = fake_client(FakeResponse(429, PDB_BODY), FakeResponse(201, {}))
         with pytest.raises(DisruptionBudgetRefusal):
             client.post("/api/v1/namespaces/ns/pods/p/eviction", {})
+        assert client.requests == 1
+
+    def test_a_restarted_servers_403_is_retried_but_a_403_alone_is_final(self) -> None:
+        forbidden = FakeResponse(403, {"reason": "Forbidden", "message": "cannot list"})
+        client = fake_client(RESET, forbidden, FakeResponse(200, {"items": []}))
+        assert client.get("/x") == {"items": []} and client.requests == 3
+        client = fake_client(forbidden, FakeResponse(200, {"items": []}))
+        with pytest.raises(ApiError, match="cannot list"):
+            client.get("/x")
         assert client.requests == 1
 
     def test_a_reset_create_that_finds_itself_says_so(self) -> None:

@@ -83,6 +83,6 @@ class ActionModule(NmoAction):
         if checked.error_messages:
             return None  # the module refuses its arguments at once
         params = checked.validated_parameters
-        if params["progress_interval"] <= 0:
-            return None
+        if params.get("validate_only") or not 0 < params["progress_interval"] < float("inf"):
+            return None  # 0 prints none; nan, inf and negative values the module refuses
         return ProgressPrinter(params["node"], params, params["progress_interval"])

@@ -22,6 +22,10 @@ options:
   api_key:
     description:
       - Bearer token for the API server. Can also be set with E(K8S_AUTH_API_KEY).
+      - As with C(kubernetes.core), it is added to what the kubeconfig gives. When that includes
+        a client certificate (or O(client_cert) is given), both are sent and the API server
+        authenticates the certificate, not the token; the module then warns. To act as the
+        token's user, give O(host) and O(api_key) without a kubeconfig.
     type: str
   validate_certs:
     description:
@@ -52,6 +56,13 @@ requirements:
   - python >= 3.9
   - kubernetes >= 24.2.0
 notes:
+  - Every option is checked before the first write, and a bad value fails the task with the
+    option and the value named and nothing written. Node names are RFC 1123 subdomains (at most
+    253 lower-case letters, digits, C(-) and C(.), starting and ending with a letter or digit);
+    label keys are qualified names; times in seconds are finite numbers (no C(nan), no C(inf))
+    of at most 604800 (a week).
+  - Certificates and keys given inline in a kubeconfig (C(*-data)) are kept in memory; nothing
+    is written to disk, not even for kubeconfigs read through the C(kubernetes) package.
   - The modules run on the controller; delegate them to C(localhost) when the play's hosts are nodes.
   - Set the connection once for all modules with
     C(module_defaults) and the action group C(group/nmo.maintenance.nmo).

@@ -5,22 +5,28 @@ class ModuleDocFragment:
     DOCUMENTATION = r"""
 options:
   concurrency:
-    description: How many nodes may be under maintenance at once, across every run against the cluster.
+    description:
+      - How many nodes may be under maintenance at once, across every run against the cluster.
+        From 1 to 1000.
     type: int
     default: 1
   duration:
     description:
       - Seconds a lease (and a slot) stays valid without renewal. Acquiring again renews it.
+      - From 1 to 604800 (a week). C(leaseDurationSeconds) is an int32, and a lease keeps Node
+        Health Check and Self Node Remediation away from the node until it lapses, also when the
+        run that took it died; a longer one is a mistake, not a plan.
     type: int
     default: 3600
   slot_prefix:
     description:
       - Slot leases are named C(<slot_prefix>-0) to C(<slot_prefix>-<concurrency - 1>).
-        Runs that must share the limit use the same prefix.
+        Runs that must share the limit use the same prefix. Lower-case letters, digits, C(-) and
+        C(.), starting with a letter or digit, not C(node-) (those are node leases).
     type: str
     default: nmo-maintenance-slot
   timeout:
-    description: Seconds to wait for the leases with O(wait=true).
+    description: Seconds to wait for the leases with O(wait=true), from 0 to 604800.
     type: int
     default: 600
   etcd_guard:
@@ -43,4 +49,13 @@ options:
     description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
     type: str
     default: openshift-etcd
+  run_id:
+    description:
+      - The playbook run this is for (M(nmo.maintenance.nmo_run)). What is taken (the
+        C(NodeMaintenance), the node lease, the slot) is annotated C(nmo.maintenance/run) with
+        it. Something held for another run that is alive is never taken over, renewed or
+        released; something held for a run that is gone is adopted (an event says so).
+      - While waiting, the wait stops when this run is gone or the C(NodeMaintenance) is
+        deleted, before anything is taken.
+    type: str
 """

@@ -47,6 +47,8 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
     except NmoError as exc:
         details = {k: v for k, v in exc.details.items() if v is not None}
         return {**details, "failed": True, "msg": exc.message}
+    if client.warnings:  # about the connection itself (api_key beside a client certificate)
+        result["warnings"] = list(client.warnings) + list(result.get("warnings") or [])
     if not diff:
         result.pop("diff", None)
     result.setdefault("changed", False)

@@ -13,11 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import ssl
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Any, Dict, Iterator, Optional, Tuple
+from datetime import datetime, timedelta, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
 from . import retry
@@ -60,6 +63,9 @@ class ConnectionOptions:
 
 
 def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False) -> Any:
+    """What only the kubernetes package can load, as our Configuration, with no temp file left."""
+    from . import kubeconfig
+
     try:
         from kubernetes import config as kube_config
         from kubernetes.client import Configuration
@@ -68,12 +74,15 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
             "this kubeconfig needs the Python package 'kubernetes' on the controller: "
             "pip install -r requirements.txt (" + str(exc) + ")") from exc
     cfg = Configuration()
-    if in_cluster:
-        kube_config.load_incluster_config(client_configuration=cfg)
-    else:
-        kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
-                                     persist_config=False)
-    return cfg
+    try:
+        if in_cluster:
+            kube_config.load_incluster_config(client_configuration=cfg)
+        else:
+            kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
+                                         persist_config=False)
+        return kubeconfig.from_kubernetes(cfg)
+    finally:
+        kubeconfig.take_kubernetes_temp_files()  # also when loading failed half-way
 
 
 def _load_configuration(options: ConnectionOptions) -> Any:
@@ -109,11 +118,20 @@ def _load_configuration(options: ConnectionOptions) -> Any:
         cfg.api_key = {"authorization": options.api_key}
         cfg.api_key_prefix = {"authorization": "Bearer"}
     if options.ca_cert:
-        cfg.ssl_ca_cert = options.ca_cert
+        cfg.ssl_ca_cert, cfg.ssl_ca_data = options.ca_cert, None
     if options.client_cert:
-        cfg.cert_file = options.client_cert
+        cfg.cert_file, cfg.cert_data = options.client_cert, None
     if options.client_key:
-        cfg.key_file = options.client_key
+        cfg.key_file, cfg.key_data = options.client_key, None
+    if options.api_key and (cfg.cert_file or cfg.cert_data):
+        # kubernetes.core sends both too; the API server then authenticates the certificate
+        # and never looks at the token, so the operator must hear which identity is used.
+        source = "client_cert" if options.client_cert else "the kubeconfig's client certificate"
+        cfg.warnings.append(
+            f"api_key is sent together with {source}: the API server authenticates the client certificate "
+            "first, so requests are made as the certificate's user and the token is not used. To act as the "
+            "token's user, give host and api_key without a kubeconfig, or a kubeconfig without a client "
+            "certificate")
     if options.validate_certs is not None:
         cfg.verify_ssl = bool(options.validate_certs)
     if options.proxy:
@@ -133,20 +151,30 @@ class Client:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.requests = 0
+        self.warnings: List[str] = list(getattr(configuration, "warnings", None) or [])
         self._lock = threading.Lock()
         self.retry = retry.RetryPolicy()
         self.outages = retry.Outages()  # when the server was last unreachable (see retry.transient)
         self._deadline: Optional[float] = None  # monotonic; set by time_budget
+        # (the API server's Date, our monotonic clock when it arrived): lease times are the
+        # cluster's, never this controller's, which may be seconds off
+        self._server_clock: Optional[Tuple[datetime, float]] = None
         kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
         if self.host.startswith("https"):
+            # The TLS context is built in memory (tls.py): inline certificates and keys are
+            # never written to a file that could outlive this process.
+            from . import tls
+
             verify = configuration.verify_ssl
+            try:
+                kwargs["ssl_context"] = tls.context(configuration)
+            except (ssl.SSLError, OSError, ValueError) as exc:
+                raise ConnectionConfigError(
+                    "cannot use the TLS settings (ca_cert, client_cert, client_key or the kubeconfig's "
+                    f"certificate data): {exc}") from None
             kwargs["cert_reqs"] = "CERT_REQUIRED" if verify else "CERT_NONE"
-            if verify and configuration.ssl_ca_cert:
-                kwargs["ca_certs"] = configuration.ssl_ca_cert
-            if configuration.cert_file:
-                kwargs["cert_file"] = configuration.cert_file
-            if configuration.key_file:
-                kwargs["key_file"] = configuration.key_file
+            if getattr(configuration, "tls_server_name", None):
+                kwargs["server_hostname"] = configuration.tls_server_name
             if not verify:
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         if configuration.proxy:
@@ -174,6 +202,32 @@ class Client:
     def _count(self) -> None:
         with self._lock:
             self.requests += 1
+
+    def _note_date(self, resp: Any) -> None:
+        date = resp.headers.get("Date") if getattr(resp, "headers", None) is not None else None
+        if not date:
+            return
+        try:
+            moment = parsedate_to_datetime(date)
+        except (TypeError, ValueError):
+            return
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        self._server_clock = (moment, time.monotonic())
+
+    def server_now(self) -> datetime:
+        """The API server's time now, from the Date of its last answer (whole seconds, so it
+        errs up to a second early), moved on by our monotonic clock; reads /version first
+        when nothing was asked yet."""
+        if self._server_clock is None:
+            try:
+                self.get("/version")
+            except ApiError:
+                pass
+        if self._server_clock is None:  # a server (or proxy) that sends no Date
+            return datetime.now(timezone.utc)
+        moment, at = self._server_clock
+        return moment + timedelta(seconds=time.monotonic() - at)
 
     def request(self, method: str, path: str, query: Optional[Dict[str, Any]] = None,
                 body: Any = None, content_type: Optional[str] = None,
@@ -213,6 +267,7 @@ class Client:
                                      timeout=urllib3.Timeout(connect=10, read=timeout), retries=False)
         except urllib3.exceptions.HTTPError as exc:
             raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", method, path) from exc
+        self._note_date(resp)
         payload = resp.data
         try:
             decoded = json.loads(payload) if payload else {}
@@ -311,4 +366,10 @@ def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
 
 
 def path_segment(name: str) -> str:
+    """One segment of a URL path. '', '.' and '..' are refused: quoted as they are, they would
+    address another resource ('/api/v1/nodes/..' is '/api/v1')."""
+    if name in ("", ".", ".."):
+        from .errors import InputError
+
+        raise InputError(f"{name!r} cannot be the name of a Kubernetes object")
     return quote(name, safe="")

@@ -4,7 +4,8 @@ webhook server has to run anywhere)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator
 
 GROUP = "nodemaintenance.medik8s.io"
 VERSION = "v1beta1"
@@ -146,7 +147,8 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     wanted = manifest()
     if existing is None:
         if not check_mode:
-            client.post(CRD_PATH, wanted)
+            with _install_permission("is not installed", "install"):
+                client.post(CRD_PATH, wanted)
             _wait_established(client)
         return {"state": "created", "changed": True}
     if not is_ours(existing):
@@ -155,9 +157,28 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
         return {"state": "unchanged", "changed": False}
     if not check_mode:
         wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
-        client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
+        older = f"is at revision {installed_revision(existing) or 'none'}, this collection ships {SCHEMA_REVISION}"
+        with _install_permission(older, "upgrade"):
+            client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
         _wait_established(client)
     return {"state": "upgraded", "changed": True}
+
+
+@contextmanager
+def _install_permission(state: str, verb: str) -> Iterator[None]:
+    """A 403 on installing or upgrading the CRD says which opt-in role that needs (docs/rbac.md)."""
+    from .errors import ApiError, NmoError
+
+    try:
+        yield
+    except ApiError as exc:
+        if exc.status != 403:
+            raise
+        raise NmoError(
+            f"the NodeMaintenance CRD {CRD_NAME} {state}, and this identity may not {verb} it "
+            f"(the API server refused: {exc.server_message}). Bind the nmo-maintenance-crd-install ClusterRole "
+            "(meta/rbac/clusterrole-crd-install.yml) to it for this run, or have an admin run once: "
+            "ansible localhost -m nmo.maintenance.nmo_crd -a object=crd. See docs/rbac.md.", status=403) from None
 
 
 def remove(client: Any, check_mode: bool = False) -> Dict[str, Any]:

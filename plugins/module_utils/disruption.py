@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
-from . import etcd_guard, leases, maintenance
+from . import etcd_guard, leases, maintenance, run, validation
 from .client import Client
 from .errors import BlockedError, InputError, RefusedError, WaitTimeout
 from .events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
@@ -41,24 +41,32 @@ class Request:
     maintenance: Optional[str] = None
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
     namespace: str = leases.LEASE_NAMESPACE
+    run_id: str = ""  # the playbook run this is for (run.py); empty outside a run
 
     @classmethod
     def from_params(cls, params: Dict[str, Any], maintenance_name: Optional[str] = None) -> Request:
         """The request that the module options of LEASE_SPEC (plus node and wait) describe."""
         return cls(node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
                    slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
-                   maintenance=maintenance_name,
+                   maintenance=maintenance_name, run_id=params.get("run_id") or "",
                    etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"],
                                            params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
 
     def validate(self) -> None:
-        if not self.node:
-            raise InputError("node is required")
+        """Every option, before the first request (the etcd options too, whatever the node)."""
+        validation.node_name(self.node)
+        validation.derived_name(leases.node_lease_name(self.node), "node", self.node)
+        if self.maintenance is not None:
+            validation.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name")
         leases.validate(self.concurrency, self.duration, self.slot_prefix)
-        if self.timeout < 0:
-            raise InputError(f"timeout must be 0 or more seconds, got {self.timeout:g}")
-        if self.etcd.flavour not in etcd_guard.FLAVOURS:
-            raise InputError(f"etcd_guard must be one of {', '.join(etcd_guard.FLAVOURS)}, got {self.etcd.flavour!r}")
+        validation.seconds(self.timeout, "timeout")
+        validation.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS)
+        validation.label_selector(self.etcd.pod_selector, "etcd_pod_selector")
+        validation.namespace(self.etcd.pod_namespace, "etcd_pod_namespace")
+        validation.namespace(self.etcd.guard_namespace, "etcd_guard_namespace")
+        validation.namespace(self.namespace, "namespace")
+        if self.run_id:
+            run.validate_id(self.run_id)
 
 
 # Module options shared by nmo_lease and nmo_maintenance (each adds node, wait and its own state).
@@ -71,6 +79,7 @@ LEASE_SPEC: Dict[str, Dict[str, Any]] = {
     "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
     "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
     "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
+    "run_id": {"type": "str"},
 }
 
 
@@ -114,10 +123,11 @@ class Attempt:
         self.node = node
         self.flavour = flavour
         self.check_mode = check_mode
+        self.run_guard = run.NoGuard() if check_mode else run.guard_for(client, req.run_id, req.namespace)
 
     def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
         req = self.req
-        now = leases.utcnow()
+        now = self.client.server_now()
         going = leases.disrupting_nodes(leases.list_leases(self.client, req.namespace), req.node,
                                         req.slot_prefix, our_slot, now)
         return etcd_guard.verdict(self.client, req.node, self.flavour or "none", req.etcd, going)
@@ -129,7 +139,7 @@ class Attempt:
 
     def give_back(self, slot: leases.Outcome) -> None:
         if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
-            leases.release(self.client, self.req.namespace, slot.name, self.req.node)
+            leases.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
     def run(self) -> Union[Blocked, Acquired]:
         req, client = self.req, self.client
@@ -140,10 +150,11 @@ class Attempt:
                 return self.etcd_blocked(verdict)
         # Read-only look first: taking a slot only to give it back would wake every waiter.
         held = leases.read(client, req.namespace, leases.node_lease_name(req.node))
-        if leases.plan(held, leases.HOLDER, leases.utcnow(), req.duration)[0] == leases.BLOCKED:
+        if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED:
             return self.lease_blocked(held)
+        self.run_guard.check()  # never take a slot for a run that is gone
         slot, others = leases.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
-                                           req.namespace, self.check_mode)
+                                           req.namespace, self.check_mode, req.run_id)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
@@ -155,7 +166,8 @@ class Attempt:
             if not verdict.allowed:
                 self.give_back(slot)
                 return self.etcd_blocked(verdict)
-        lease = leases.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode)
+        lease = leases.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode,
+                                          run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
             return self.lease_blocked(lease.before)
@@ -221,14 +233,28 @@ def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
 def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
           timeout: float) -> Acquired:
     paths = [(leases.leases_path(req.namespace), {})]
+    if req.maintenance:  # the wait ends when its NodeMaintenance is deleted (recover.yml, a user)
+        paths.append((maintenance.API, {"fieldSelector": f"metadata.name={req.maintenance}"}))
     if attempt.flavour:
         paths += etcd_guard.watched_paths(attempt.flavour, req.etcd)
     state: Dict[str, Any] = {"blocked": first, "changes": -1, "at": time.monotonic()}
-    multi = MultiWatcher(*[Watcher(client, path, query) for path, query in paths])
+    watchers = [Watcher(client, path, query) for path, query in paths]
+    multi = MultiWatcher(*watchers)
+
+    def still_wanted() -> None:
+        """A waiting module goes no further for a run that is gone or a maintenance that ended."""
+        attempt.run_guard.check(lease_list=list(watchers[0].objects.values()))
+        if req.maintenance:
+            nm = next(iter(watchers[1].objects.values()), None)
+            if nm is None:
+                raise run.MaintenanceGone(f"NodeMaintenance {req.maintenance} was deleted while node {req.node} "
+                                          "waited for its turn: stopped without taking a slot or a lease")
+            attempt.run_guard.check_maintenance(nm)
 
     def check() -> Optional[Acquired]:
+        still_wanted()
         blocked: Blocked = state["blocked"]
-        lapsed = blocked.due is not None and leases.utcnow() >= blocked.due
+        lapsed = blocked.due is not None and client.server_now() >= blocked.due
         resync = attempt.flavour is not None and time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
         # -1: the first check after the watch started catches what changed before it did
         if multi.changes == state["changes"] and not lapsed and not resync:
@@ -313,7 +339,8 @@ def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
     targets += [("slot", s["metadata"]["name"], req.node)
                 for s in leases.own_slots(client, req.node, req.slot_prefix, req.namespace)]
     for role, lease_name, identity in targets:
-        action, lease = leases.release(client, req.namespace, lease_name, identity, check_mode)
+        action, lease = leases.release(client, req.namespace, lease_name, identity, check_mode,
+                                       run_id=req.run_id)
         if lease is None:
             continue
         before[lease_name] = leases.summary(lease)

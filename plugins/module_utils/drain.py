@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import maintenance
+from . import maintenance, run, validation
 from .client import Client, path_segment
 from .drain_tracking import (
     FATAL,
@@ -43,6 +43,7 @@ PODS = "/api/v1/pods"
 TICK = 0.2  # seconds between looks at retries and status while no pod event arrives
 STATUS_INTERVAL = 1.0  # at most one status write a second
 EVENT_MESSAGE_LIMIT = 1000
+MAX_PARALLELISM = 500
 FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
 
 
@@ -65,6 +66,7 @@ class DrainOptions:
     skip_wait_for_delete_timeout: int = 0
     parallelism: int = 32
     retry_delay: float = 1.0
+    run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -74,23 +76,25 @@ class DrainOptions:
         return SelectionOptions.of(self, now)
 
     def validate(self) -> None:
-        problems = []
-        if not self.node:
-            problems.append("node is required")
-        if self.timeout <= 0:
-            problems.append(f"timeout must be more than 0 seconds, got {self.timeout}")
-        if not 1 <= self.parallelism <= 500:
-            problems.append(f"parallelism must be between 1 and 500, got {self.parallelism}")
-        if self.retry_delay < 0.1:
-            problems.append(f"retry_delay must be at least 0.1 seconds, got {self.retry_delay}")
-        if self.grace_period is not None and self.grace_period < 0:
-            problems.append(f"grace_period must be 0 or more (leave it unset for each pod's own), got {self.grace_period}")
-        if self.delete_fallback_after is not None and self.delete_fallback_after < 0:
-            problems.append(f"delete_fallback_after must be 0 or more seconds, got {self.delete_fallback_after}")
-        if self.skip_wait_for_delete_timeout < 0:
-            problems.append(f"skip_wait_for_delete_timeout must be 0 or more, got {self.skip_wait_for_delete_timeout}")
-        if problems:
-            raise InputError("; ".join(problems))
+        """Every option, before any request; one error that lists every problem."""
+        v = validation
+        checks = [lambda: v.node_name(self.node),
+                  lambda: v.positive_seconds(self.timeout, "timeout"),
+                  lambda: v.number(self.parallelism, "parallelism", 1, MAX_PARALLELISM, "requests", integer=True),
+                  lambda: v.seconds(self.retry_delay, "retry_delay", 0.1, 3600),
+                  lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
+                                   v.MAX_WAIT_SECONDS, "seconds", integer=True),
+                  lambda: v.label_selector(self.pod_selector or "", "pod_selector")]
+        if self.maintenance is not None:
+            checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
+        if self.grace_period is not None:  # unset: each pod's own
+            checks.append(lambda: v.number(self.grace_period, "grace_period", 0, v.MAX_WAIT_SECONDS, "seconds",
+                                           integer=True))
+        if self.delete_fallback_after is not None:
+            checks.append(lambda: v.seconds(self.delete_fallback_after, "delete_fallback_after"))
+        if self.run_id:
+            checks.append(lambda: run.validate_id(self.run_id))
+        v.problems(*checks)
         self.selection()  # a malformed pod_selector raises here, before any request
 
 
@@ -189,6 +193,7 @@ class DrainRun:
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
+        self.run_guard = run.guard_for(client, opts.run_id)
         self.event_throttle = EventThrottle()
         self.fallen_back: Set[str] = set()
         self.warnings = warnings
@@ -248,6 +253,10 @@ class DrainRun:
     def check(self) -> Optional[bool]:
         if self.maintenance_ended():
             return False
+        # no eviction for a run that is gone, nor for a maintenance another run adopted
+        self.run_guard.check()
+        if self.maintenance_watcher is not None:
+            self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
         if self.tracker.fatal and not self.tracker.in_flight():

@@ -31,6 +31,7 @@ LEASE_RELEASED = "LeaseReleased"
 CORDON = "Cordon"
 DRAIN = "Drain"
 ETCD_BLOCKED = "EtcdQuorumNotMaintained"
+RESUME_MAINTENANCE = "ResumeMaintenance"
 
 REASONS: Dict[str, tuple] = {
     BEGIN_MAINTENANCE: ("Normal", "Begin a node maintenance"),
@@ -46,6 +47,7 @@ REASONS: Dict[str, tuple] = {
     CORDON: ("Normal", "Cordon a node"),
     DRAIN: ("Normal", "Drain a node"),
     ETCD_BLOCKED: ("Warning", "etcd quorum is not maintained"),
+    RESUME_MAINTENANCE: ("Normal", "Resumed a node maintenance left by a run that is gone"),
 }
 
 

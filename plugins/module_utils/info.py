@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from . import maintenance
+from . import leases as lease_utils
+from . import maintenance, validation
 from .client import Client
-from .errors import NotFound, RefusedError
+from .errors import InputError, NotFound, RefusedError
 from .events import EVENT_NAMESPACE
 from .node import EXCLUDE_FROM_REMEDIATION, is_ready
 from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
@@ -42,16 +43,48 @@ def _events_by_object(client: Client, names: set, limit: int) -> Dict[str, List[
     return grouped
 
 
+def _run_of(nm: Optional[Dict[str, Any]], alive_runs: set) -> Optional[Dict[str, Any]]:
+    """The run that holds the NodeMaintenance and whether it is alive (its run lease valid)."""
+    if nm is None:
+        return None
+    run_id = lease_utils.run_annotation(nm)
+    return {"id": run_id, "alive": bool(run_id) and run_id in alive_runs}
+
+
 def in_maintenance(report: Dict[str, Any]) -> bool:
     """Any sign of maintenance: an object, our taints, cordon, the label, or a lease naming it."""
     return bool(report["maintenance"] or report["maintenance_taints"] or report["unschedulable"]
                 or report["excluded_from_remediation"] or report["leases"])
 
 
+def validate(node: Optional[str], label_selector: Optional[str], label_key: str, events_limit: int,
+             only: Optional[List[str]]) -> None:
+    """The options of a diagnosis. Names in ``only`` are a filter: one that cannot be a node
+    name is reported missing, like any other name no node has."""
+    if node is not None:
+        validation.node_name(node)
+    if label_selector is not None:
+        validation.label_selector(label_selector, "label_selector")
+    validation.qualified_name(label_key, "label_key")
+    validation.number(events_limit, "events_limit", 0, validation.MAX_EVENTS_LIMIT, "events", integer=True)
+    for i, name in enumerate(only or []):
+        if not isinstance(name, str):
+            raise InputError(f"nodes[{i}]: {name!r} must be a string")
+
+
+def missing(only: Optional[List[str]], reports: List[Dict[str, Any]]) -> List[str]:
+    """The names of ``only`` that no node has (in the order asked, once each)."""
+    found = {r["node"] for r in reports}
+    return [name for name in dict.fromkeys(only or []) if name not in found]
+
+
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
              label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10,
              only: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given."""
+    validate(node, label_selector, label_key, events_limit, only)
+    if only is not None:  # a name that cannot be a node's is never asked for ('..' would read /api/v1)
+        only = [name for name in only if validation.is_node_name(name)]
     if node:
         try:
             nodes = [client.get(node_path(node))]
@@ -69,6 +102,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}
     nm_by_node = {name: maintenance.find(client, name, nms) for name in names}
+    alive_runs = lease_utils.alive_run_ids(leases, client.server_now())
     event_names = names | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
     # events_limit 0 asks for none: the cluster's events are not read at all
     events = _events_by_object(client, event_names, events_limit) if events_limit > 0 else {}
@@ -80,7 +114,10 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         node_leases = [
             {"name": lease["metadata"]["name"], "holder": lease.get("spec", {}).get("holderIdentity"),
              "renewTime": lease.get("spec", {}).get("renewTime"),
-             "leaseDurationSeconds": lease.get("spec", {}).get("leaseDurationSeconds")}
+             "leaseDurationSeconds": lease.get("spec", {}).get("leaseDurationSeconds"),
+             # a maintenance slot of this collection, whatever its prefix
+             "slot": all((lease["metadata"].get("labels") or {}).get(k) == v
+                         for k, v in lease_utils.SLOT_LABELS.items())}
             for lease in leases
             if lease["metadata"]["name"] == f"node-{name}" or lease.get("spec", {}).get("holderIdentity") == name]
         node_events = list(events.get(name, []))
@@ -97,6 +134,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
             "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
             "maintenance": maintenance.summary(nm),
+            "run": _run_of(nm, alive_runs),
             "leases": node_leases,
             "events": node_events[-events_limit:] if events_limit > 0 else [],
         })

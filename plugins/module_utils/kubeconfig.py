@@ -4,15 +4,18 @@ Importing ``kubernetes`` costs 0.3-0.7 s, paid by every module task; a maintenan
 a dozen of them a node. The common kubeconfigs (client certificates, a token, a CA, with
 files or inline data) are read here; anything else (exec plugins, auth providers) is left
 to the ``kubernetes`` package, which ``client.py`` falls back to.
+
+Inline certificate data stays in memory (``*_data`` as bytes): ``tls.context`` builds the
+TLS context from it, so no credential is ever written to a file that could outlive the
+process.
 """
 
 from __future__ import annotations
 
-import atexit
 import base64
+import binascii
 import os
-import tempfile
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 _SIMPLE_USER_KEYS = {"client-certificate", "client-certificate-data", "client-key", "client-key-data",
@@ -29,13 +32,18 @@ class Configuration:
     def __init__(self) -> None:
         self.host = "http://localhost"
         self.verify_ssl = True
-        self.ssl_ca_cert: Optional[str] = None
+        self.ssl_ca_cert: Optional[str] = None  # paths, as given
         self.cert_file: Optional[str] = None
         self.key_file: Optional[str] = None
+        self.ssl_ca_data: Optional[bytes] = None  # inline data, decoded, never written to disk
+        self.cert_data: Optional[bytes] = None
+        self.key_data: Optional[bytes] = None
+        self.tls_server_name: Optional[str] = None
         self.proxy: Optional[str] = None
+        self.warnings: List[str] = []
         self.api_key: Dict[str, str] = {}
         self.api_key_prefix: Dict[str, str] = {}
-        self.refresh_api_key_hook = None
+        self.refresh_api_key_hook: Optional[Callable[[Any], None]] = None
 
     def get_api_key_with_prefix(self, identifier: str) -> Optional[str]:
         key = self.api_key.get(identifier)
@@ -45,27 +53,11 @@ class Configuration:
         return f"{prefix} {key}" if prefix else key
 
 
-_temp_files: List[str] = []
-
-
-def _remove_temp_files() -> None:
-    for path in _temp_files:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-
-
-atexit.register(_remove_temp_files)
-
-
-def _data_file(data: str, suffix: str) -> str:
-    """Inline certificate data as a private temporary file (urllib3 wants paths)."""
-    handle, path = tempfile.mkstemp(prefix="nmo-", suffix=suffix)
-    with os.fdopen(handle, "wb") as out:
-        out.write(base64.b64decode(data))
-    _temp_files.append(path)
-    return path
+def _decode(data: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError, TypeError):
+        raise ValueError(f"{what} in the kubeconfig is not valid base64") from None
 
 
 def _path(value: Optional[str], base: str) -> Optional[str]:
@@ -94,22 +86,23 @@ def from_kubeconfig(path: str, context: Optional[str] = None) -> Configuration:
     ctx = _named(doc.get("contexts", []), name, "context")
     cluster = _named(doc.get("clusters", []), ctx.get("cluster", ""), "cluster")
     user = _named(doc.get("users", []), ctx.get("user", ""), "user") if ctx.get("user") else {}
-    if set(user) - _SIMPLE_USER_KEYS or cluster.get("tls-server-name"):
+    if set(user) - _SIMPLE_USER_KEYS:
         raise Unsupported("needs the kubernetes package")
     cfg = Configuration()
     cfg.host = cluster.get("server") or cfg.host
     cfg.verify_ssl = not cluster.get("insecure-skip-tls-verify", False)
     cfg.proxy = cluster.get("proxy-url")
+    cfg.tls_server_name = cluster.get("tls-server-name")
     if cluster.get("certificate-authority-data"):
-        cfg.ssl_ca_cert = _data_file(cluster["certificate-authority-data"], ".crt")
+        cfg.ssl_ca_data = _decode(cluster["certificate-authority-data"], "certificate-authority-data")
     else:
         cfg.ssl_ca_cert = _path(cluster.get("certificate-authority"), base)
     if user.get("client-certificate-data"):
-        cfg.cert_file = _data_file(user["client-certificate-data"], ".crt")
+        cfg.cert_data = _decode(user["client-certificate-data"], "client-certificate-data")
     else:
         cfg.cert_file = _path(user.get("client-certificate"), base)
     if user.get("client-key-data"):
-        cfg.key_file = _data_file(user["client-key-data"], ".key")
+        cfg.key_data = _decode(user["client-key-data"], "client-key-data")
     else:
         cfg.key_file = _path(user.get("client-key"), base)
     token = user.get("token")
@@ -131,4 +124,73 @@ def in_cluster() -> Configuration:
     with open(os.path.join(SERVICE_ACCOUNT, "token"), encoding="utf-8") as handle:
         cfg.api_key = {"authorization": handle.read().strip()}
     cfg.api_key_prefix = {"authorization": "Bearer"}
+    return cfg
+
+
+# -- what the kubernetes package loaded (exec plugins, auth providers) ----------------------------
+def take_kubernetes_temp_files() -> Dict[str, bytes]:
+    """Read into memory, and delete, every file the kubernetes package wrote for inline data.
+
+    That package writes ``*-data`` (and an exec plugin's client certificate and key) to temp
+    files that it removes only ``atexit``, which Ansible's workers never run. Returns
+    {path: content} of the files taken.
+    """
+    try:
+        from kubernetes.config import kube_config
+    except ImportError:  # pragma: no cover - nothing can have been written then
+        return {}
+    written = getattr(kube_config, "_temp_files", None)
+    taken: Dict[str, bytes] = {}
+    for key, path in list((written or {}).items()):
+        try:
+            with open(path, "rb") as handle:
+                taken[path] = handle.read()
+        except OSError:
+            pass
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        del written[key]
+    return taken
+
+
+def _copy_token(source: Any, cfg: Configuration) -> None:
+    keys = getattr(source, "api_key", None) or {}
+    token = keys.get("BearerToken") or keys.get("authorization")
+    if token:
+        prefix = (getattr(source, "api_key_prefix", None) or {}).get("authorization")
+        cfg.api_key = {"authorization": f"{prefix} {token}" if prefix and "authorization" in keys else token}
+        cfg.api_key_prefix = {}
+
+
+def from_kubernetes(source: Any) -> Configuration:
+    """Our Configuration from a kubernetes.client.Configuration the kubernetes package loaded.
+
+    Certificates that package wrote to temp files are read into memory and the files deleted;
+    a refresh (an exec plugin's token expired) takes whatever files it writes again.
+    """
+    taken = take_kubernetes_temp_files()
+    cfg = Configuration()
+    cfg.host = source.host
+    cfg.verify_ssl = bool(source.verify_ssl)
+    cfg.proxy = getattr(source, "proxy", None)
+    cfg.tls_server_name = getattr(source, "tls_server_name", None)
+    for path_attr, data_attr in (("ssl_ca_cert", "ssl_ca_data"), ("cert_file", "cert_data"), ("key_file", "key_data")):
+        path = getattr(source, path_attr, None)
+        if path and path in taken:
+            setattr(cfg, data_attr, taken[path])
+        else:
+            setattr(cfg, path_attr, path)
+    _copy_token(source, cfg)
+    hook = getattr(source, "refresh_api_key_hook", None)
+    if hook is not None:
+        def refresh(_cfg: Any) -> None:
+            try:
+                hook(source)
+            finally:
+                take_kubernetes_temp_files()
+            _copy_token(source, cfg)
+
+        cfg.refresh_api_key_hook = refresh
     return cfg

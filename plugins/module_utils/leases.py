@@ -25,7 +25,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .client import Client, path_segment
-from .errors import ConcurrentUpdateError, Conflict, InputError, NotFound
+from .errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoError, NotFound
 
 Lease = Dict[str, Any]
 
@@ -37,6 +37,9 @@ API = "/apis/coordination.k8s.io/v1"
 MAX_ATTEMPTS = 8
 MANAGED_BY = {"app.kubernetes.io/managed-by": "nmo.maintenance"}
 SLOT_LABELS = {**MANAGED_BY, "app.kubernetes.io/component": "maintenance-slot"}
+# The playbook run that holds a lease (see run.py); medik8s ignores annotations.
+RUN_ANNOTATION = "nmo.maintenance/run"
+RUN_LEASE_PREFIX = "nmo-run-"
 
 # What acquiring a lease does (or would do).
 CREATE, RENEW, TAKE_OVER, HELD, BLOCKED = "created", "renewed", "taken_over", "held", "blocked"
@@ -86,13 +89,19 @@ def expiry(lease: Optional[Lease]) -> Optional[datetime]:
     return renewed + timedelta(seconds=int(duration))
 
 
+# Our "now" is the API server's Date (whole seconds) moved on by our monotonic clock: up to a
+# second early. A renewTime that far ahead of it was written at the server's present by a
+# more precise writer, not by a skewed clock.
+CLOCK_TOLERANCE = timedelta(seconds=2)
+
+
 def is_valid(lease: Optional[Lease], now: datetime) -> bool:
     """Valid while not yet due and not renewed in the future (a skewed clock gets no say)."""
     due = expiry(lease)
     if due is None:
         return False
     renewed = parse_time(lease["spec"]["renewTime"])
-    return not due < now and not renewed > now  # type: ignore[operator]
+    return not due < now and not renewed > now + CLOCK_TOLERANCE  # type: ignore[operator]
 
 
 def plan(lease: Optional[Lease], identity: str, now: datetime, duration: int) -> Tuple[str, bool]:
@@ -128,6 +137,24 @@ def new_lease(name: str, namespace: str, identity: str, duration: int, now: date
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta,
             "spec": {"holderIdentity": identity, "leaseDurationSeconds": duration, "acquireTime": stamp,
                      "renewTime": stamp, "leaseTransitions": 0}}
+
+
+def with_run(body: Lease, run_id: str) -> Lease:
+    """The lease annotated with the run that holds it (unchanged without a run)."""
+    if run_id:
+        body["metadata"].setdefault("annotations", {})[RUN_ANNOTATION] = run_id
+    return body
+
+
+def alive_run_ids(leases_seen: List[Lease], now: datetime) -> Set[str]:
+    """The runs whose run lease (``nmo-run-<id>``) is valid at ``now``."""
+    prefix = RUN_LEASE_PREFIX
+    return {lease["metadata"]["name"][len(prefix):] for lease in leases_seen
+            if lease.get("metadata", {}).get("name", "").startswith(prefix) and is_valid(lease, now)}
+
+
+def run_alive(client: Client, run_id: str, namespace: str, now: datetime) -> bool:
+    return bool(run_id) and is_valid(read(client, namespace, RUN_LEASE_PREFIX + run_id), now)
 
 
 def renewed(lease: Lease, identity: str, duration: int, now: datetime, reset_acquire: bool,
@@ -181,10 +208,29 @@ class SlotPlan:
         return self.own is None and not self.candidates
 
 
-def plan_slot(slots: List[Lease], node: str, prefix: str, concurrency: int, now: datetime) -> SlotPlan:
-    """Resume with our own slot, else pick free or expired indexes below ``concurrency``."""
-    others = [s for s in slots if holder(s) != node and is_valid(s, now)]
-    own = next((s for s in slots if holder(s) == node), None)
+def run_annotation(lease: Optional[Lease]) -> str:
+    return (((lease or {}).get("metadata") or {}).get("annotations") or {}).get(RUN_ANNOTATION) or ""
+
+
+def held_by_live_run(lease: Optional[Lease], run_id: str, alive_runs: Set[str]) -> bool:
+    """The lease names another run than ``run_id``, and that run is alive."""
+    other = run_annotation(lease)
+    return bool(other) and other != run_id and other in alive_runs
+
+
+def plan_slot(slots: List[Lease], node: str, prefix: str, concurrency: int, now: datetime,
+              run_id: str = "", alive_runs: Optional[Set[str]] = None) -> SlotPlan:
+    """Resume with our own slot, else pick free or expired indexes below ``concurrency``.
+
+    A slot of the same node held for another run that is still alive is that run's, not ours.
+    """
+    alive_runs = alive_runs or set()
+
+    def ours(slot: Lease) -> bool:
+        return holder(slot) == node and not held_by_live_run(slot, run_id, alive_runs)
+
+    others = [s for s in slots if not ours(s) and is_valid(s, now)]
+    own = next((s for s in slots if ours(s)), None)
     if own is not None and (is_valid(own, now) or len(others) < concurrency):
         return SlotPlan(own=own, blockers=others)
     if len(others) >= concurrency:
@@ -217,16 +263,22 @@ def acquired_at(lease: Optional[Lease]) -> str:
 
 
 def validate(concurrency: int, duration: int, prefix: str) -> None:
-    if concurrency < 1:
-        raise InputError(f"concurrency must be at least 1, got {concurrency}")
-    if duration < 1:
-        raise InputError(f"duration must be at least 1 second, got {duration}")
-    if not prefix or len(prefix) > 200 or not all(c.isalnum() or c in "-." for c in prefix) \
-            or prefix != prefix.lower() or not prefix[0].isalnum():
-        raise InputError(f"slot_prefix {prefix!r} is not a valid start of a Lease name: "
-                         "use lower-case letters, digits, '-' and '.', starting with a letter or digit")
+    from . import validation
+
+    validation.number(concurrency, "concurrency", 1, validation.MAX_CONCURRENCY, "nodes", integer=True)
+    # leaseDurationSeconds is an int32, and a lease keeps remediation away until it lapses:
+    # validation.MAX_LEASE_SECONDS says why a week is the cap
+    validation.number(duration, "duration", 1, validation.MAX_LEASE_SECONDS, "seconds", integer=True)
+    shape = ("is not a valid start of a Lease name: use lower-case letters, digits, '-' and '.', "
+             "starting with a letter or digit, at most 200 characters")
+    if not isinstance(prefix, str) or not prefix or len(prefix) > 200:
+        raise InputError(f"slot_prefix: {prefix!r} {shape}")
+    try:
+        validation.dns_subdomain(slot_name(prefix, int(concurrency) - 1), "slot_prefix")
+    except InputError:
+        raise InputError(f"slot_prefix: {prefix!r} {shape}") from None
     if prefix.startswith("node-"):
-        raise InputError(f"slot_prefix {prefix!r} must not start with 'node-': those names are node leases")
+        raise InputError(f"slot_prefix: {prefix!r} must not start with 'node-': those names are node leases")
 
 
 # -- the API --------------------------------------------------------------------------------
@@ -245,7 +297,23 @@ def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE, check_mod
                                                "metadata": {"name": namespace}})
         except Conflict:
             return False
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+            raise NmoError(missing_namespace_message(namespace, exc.server_message), status=403) from None
     return True
+
+
+def missing_namespace_message(namespace: str, server_message: str = "") -> str:
+    """What to do when the leases namespace is missing and this identity may not create it
+    (the shipped RBAC grants namespaces get only)."""
+    how = ("kubectl apply -f meta/rbac/ (namespace.yml creates it, role-leases.yml grants the leases in it)"
+           if namespace == LEASE_NAMESPACE else
+           f"kubectl create namespace {namespace}, then a Role and RoleBinding for leases in it as "
+           "meta/rbac/role-leases.yml and rolebinding-leases.yml do for medik8s-leases")
+    refused = f" (the API server refused to create it: {server_message})" if server_message else ""
+    return (f"the lease namespace {namespace} does not exist and this identity may not create it{refused}. "
+            f"An admin creates it once, with the collection's RBAC: {how}. See docs/rbac.md.")
 
 
 def read(client: Client, namespace: str, name: str) -> Optional[Lease]:
@@ -292,20 +360,27 @@ class Outcome:
 
 def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEFAULT_DURATION,
                        namespace: str = LEASE_NAMESPACE, identity: str = HOLDER,
-                       check_mode: bool = False) -> Outcome:
-    """Create, renew or take over the node's lease; BLOCKED when someone else validly holds it."""
+                       check_mode: bool = False, run_id: str = "") -> Outcome:
+    """Create, renew or take over the node's lease; BLOCKED when someone else validly holds it,
+    or when it is held under our holder name for another run that is still alive."""
     name = node_lease_name(node["metadata"]["name"])
     owner = owner_reference(node)
     for _attempt in range(MAX_ATTEMPTS):
         current = read(client, namespace, name)
-        now = utcnow()
+        now = client.server_now()
         action, reset_acquire = plan(current, identity, now, duration)
-        if action in (BLOCKED, HELD):
+        other_run = run_annotation(current)
+        if action in (RENEW, HELD) and other_run and other_run != run_id and is_valid(current, now) \
+                and run_alive(client, other_run, namespace, now):
+            return Outcome(BLOCKED, name, current, current)  # our holder name, but another live run's
+        if action == BLOCKED or (action == HELD and (not run_id or other_run == run_id)):
             return Outcome(action, name, current, current)
+        if action == HELD:  # held under our name for a run that is gone: re-annotate it for ours
+            action = RENEW
         if current is None:
-            body = new_lease(name, namespace, identity, duration, now, owner)
+            body = with_run(new_lease(name, namespace, identity, duration, now, owner), run_id)
         else:
-            body = renewed(current, identity, duration, now, reset_acquire, owner)
+            body = with_run(renewed(current, identity, duration, now, reset_acquire, owner), run_id)
         if check_mode:
             return Outcome(action, name, current, body)
         try:
@@ -318,13 +393,15 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
 
 def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix: str = SLOT_PREFIX,
                  duration: int = DEFAULT_DURATION, namespace: str = LEASE_NAMESPACE,
-                 check_mode: bool = False) -> Tuple[Outcome, List[Lease]]:
+                 check_mode: bool = False, run_id: str = "") -> Tuple[Outcome, List[Lease]]:
     """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others)."""
     node_name = node["metadata"]["name"]
     owner = owner_reference(node)
     for _attempt in range(MAX_ATTEMPTS):
-        now = utcnow()
-        slot_plan = plan_slot(slots_of(list_leases(client, namespace), prefix), node_name, prefix, concurrency, now)
+        seen = list_leases(client, namespace)
+        now = client.server_now()
+        slot_plan = plan_slot(slots_of(seen, prefix), node_name, prefix, concurrency, now, run_id,
+                              alive_run_ids(seen, now))
         if slot_plan.blocked:
             return Outcome(BLOCKED, "", None, None), slot_plan.blockers
         tries = [(slot_plan.own["metadata"]["name"], slot_plan.own)] if slot_plan.own else slot_plan.candidates
@@ -332,12 +409,14 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
             action, reset_acquire = plan(existing, node_name, now, duration)
             if action == BLOCKED:  # a valid slot without a holder: not ours to take
                 continue
-            if action == HELD:
+            if action == HELD and (not run_id or run_annotation(existing) == run_id):
                 return Outcome(HELD, name, existing, existing), slot_plan.blockers
+            if action == HELD:  # ours by node, left by a run that is gone: adopt it under our run
+                action = RENEW
             if existing is None:
-                body = new_lease(name, namespace, node_name, duration, now, owner, SLOT_LABELS)
+                body = with_run(new_lease(name, namespace, node_name, duration, now, owner, SLOT_LABELS), run_id)
             else:
-                body = renewed(existing, node_name, duration, now, reset_acquire, owner)
+                body = with_run(renewed(existing, node_name, duration, now, reset_acquire, owner), run_id)
             if check_mode:
                 return Outcome(action, name, existing, body), slot_plan.blockers
             try:
@@ -348,14 +427,17 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
                                 f"({MAX_ATTEMPTS} attempts): run again")
 
 
-def release(client: Client, namespace: str, name: str, identity: str, check_mode: bool = False
-            ) -> Tuple[str, Optional[Lease]]:
-    """Delete the lease when ``identity`` holds it. Returns (deleted|absent|held_by_other, lease)."""
+def release(client: Client, namespace: str, name: str, identity: str, check_mode: bool = False,
+            run_id: str = "") -> Tuple[str, Optional[Lease]]:
+    """Delete the lease when ``identity`` holds it, and not for another run that is alive.
+    Returns (deleted|absent|held_by_other, lease)."""
     for _attempt in range(MAX_ATTEMPTS):
         current = read(client, namespace, name)
         if current is None:
             return "absent", None
-        if holder(current) != identity:
+        other_run = run_annotation(current)
+        if holder(current) != identity or (other_run and other_run != run_id and run_alive(
+                client, other_run, namespace, client.server_now())):
             return "held_by_other", current
         if check_mode:
             return "deleted", current

@@ -13,11 +13,11 @@ so that whoever rolls back undoes exactly those and leaves alone what was not ou
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from . import crd, disruption, events, maintenance
+from . import crd, disruption, events, maintenance, run, validation
 from .client import Client
-from .errors import InputError, NmoError
+from .errors import Conflict, NmoError
 from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, is_ready, mark, marking
 from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
 
@@ -36,12 +36,21 @@ class Options:
     label_key: str = EXCLUDE_FROM_REMEDIATION
     annotations: Optional[Dict[str, Optional[str]]] = None
     end_events: List[Dict[str, Any]] = field(default_factory=list)
+    run_id: str = ""
 
     def validate(self) -> None:
-        if not self.node:
-            raise InputError("node is required")
-        if not self.label_key:
-            raise InputError("label_key must not be empty")
+        """Every option, before the first request: nothing is written on bad input."""
+        validation.node_name(self.node)
+        if self.name is not None:
+            validation.dns_subdomain(self.name, "name", "NodeMaintenance name")
+        else:
+            validation.derived_name(maintenance.default_name(self.node), "node", self.node)
+        validation.text(self.reason or "", "reason", validation.MAX_REASON)
+        validation.qualified_name(self.label_key, "label_key")
+        validation.annotations(self.annotations)
+        validation.events(self.end_events)
+        if self.run_id:
+            run.validate_id(self.run_id)
         self.lease.validate()
 
 
@@ -61,13 +70,44 @@ class Progress:
 
 # -- steps shared with the single-purpose modules ------------------------------------------------
 def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
-                       name: Optional[str], check_mode: bool) -> Dict[str, Any]:
-    """The node's NodeMaintenance, created with a BeginMaintenance event when missing."""
+                       name: Optional[str], check_mode: bool, run_id: str = "") -> Dict[str, Any]:
+    """The node's NodeMaintenance, created with a BeginMaintenance event when missing.
+
+    An existing one is adopted for ``run_id`` only when the run that held it is gone (or it
+    names no run: made by hand, or before runs had ids); one held by a live run is refused
+    with OwnedByLiveRun, before anything is written.
+    """
     before = maintenance.find(client, node)
-    nm, created = maintenance.ensure(client, node, reason, name, check_mode)
+    adopted_from = None
+    if before is not None:
+        state, owner = refuse_if_live_run(client, before, run_id, node)
+        if run_id and state in (run.GONE, run.NONE):
+            adopted_from = owner or "none"
+    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id)
     if created:
         recorder.record(nm, events.BEGIN_MAINTENANCE)
-    return {"nm": nm, "before": before, "created": created}
+    elif adopted_from is not None:
+        try:
+            nm = maintenance.adopt(client, nm, run_id, owner, check_mode)
+        except Conflict:
+            raise run.OwnedByLiveRun(f"node {node}: another run adopted its NodeMaintenance at the same moment; "
+                                     "not adopted twice", maintenance=nm["metadata"]["name"]) from None
+        why = (f"run {adopted_from} is gone (its run lease expired or was deleted)" if adopted_from != "none"
+               else "it named no run")
+        recorder.record(nm, events.RESUME_MAINTENANCE, f"Run {run_id} resumes this maintenance: {why}")
+    return {"nm": nm, "before": before, "created": created, "adopted_from": adopted_from}
+
+
+def refuse_if_live_run(client: Client, nm: Optional[Dict[str, Any]], run_id: str, node: str) -> Tuple[str, str]:
+    """OwnedByLiveRun when another run that is alive holds ``nm``: not ours to end or change.
+    Otherwise (ours | none | gone, the run that held it)."""
+    state, owner = run.owner_of(client, nm, run_id)
+    if state == run.ALIVE:
+        raise run.OwnedByLiveRun(
+            f"node {node} is in maintenance by run {owner}, which is alive (its run lease is being renewed): "
+            f"not changed by {'run ' + run_id if run_id else 'this call'}; that run ends it, or stop it first",
+            owner_run=owner, maintenance=(nm or {}).get("metadata", {}).get("name"))
+    return state, owner
 
 
 def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optional[Dict[str, Any]],
@@ -121,23 +161,26 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     opts.validate()
     recorder = events.EventRecorder(client, check_mode)
     progress = Progress()
-    result: Dict[str, Any] = {"node": opts.node, "state": "present"}
+    guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
+    result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
     changed = False
     try:
+        guard.check(force=True)  # no write for a run that is gone
         if opts.install_crd:
             result["crd"] = crd.ensure(client, check_mode)
             changed = result["crd"]["changed"]
-        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode)
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id)
         nm = made["nm"]
         name = nm["metadata"]["name"]
-        result.update(created=made["created"], maintenance=maintenance.summary(nm))
+        result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
         progress.done("maintenance")
 
         # a NodeMaintenance that only check mode imagined cannot be named to the guard
-        lease = disruption.acquire(client, replace(opts.lease, node=opts.node,
+        lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
                                                    maintenance=None if check_mode and made["created"] else name),
                                    check_mode)
         progress.done("lease")
+        guard.check()  # the lease wait may have lasted long: is the run still there?
 
         # taints, cordon and label in one guarded JSON Patch: the node lifecycle controller
         # strips node.kubernetes.io/unschedulable from a node that is not (yet) cordoned
@@ -158,7 +201,8 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     except NmoError as exc:
         raise progress.fail(exc) from None
     result.update(
-        changed=changed or made["created"] or lease["changed"] or tainted or cordoned["changed"],
+        changed=changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or tainted
+        or cordoned["changed"],
         reached=progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
         waited=lease.get("waited", 0.0),
@@ -175,10 +219,12 @@ def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, An
     opts.validate()
     recorder = events.EventRecorder(client, check_mode)
     progress = Progress()
-    result: Dict[str, Any] = {"node": opts.node, "state": "absent"}
+    result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
     try:
         nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
         name = nm["metadata"]["name"] if nm else None
+        refuse_if_live_run(client, nm, opts.run_id, opts.node)
+        run.NoGuard().check()  # never a write from a task whose controller died
         uncordoned = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
                             annotations=opts.annotations)
         progress.done("uncordon")
@@ -187,7 +233,8 @@ def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, An
                                                                     check_mode, node=uncordoned["node"])
         progress.done("taints")
 
-        released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name), check_mode)
+        released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name,
+                                                      run_id=opts.run_id), check_mode)
         progress.done("lease")
 
         if nm is not None:

@@ -13,10 +13,12 @@ from .client import Client, path_segment
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
 from .errors import Conflict, InputError, NotFound, RefusedError
 from .events import now_rfc3339
+from .leases import RUN_ANNOTATION
 from .taints import read_node
 
 API = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 API_VERSION = f"{GROUP}/{VERSION}"
+ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
 STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
                  "lastError", "errorOnLeaseCount")
 
@@ -58,7 +60,7 @@ def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
 
 
 def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
-           check_mode: bool = False) -> Tuple[Dict[str, Any], bool]:
+           check_mode: bool = False, run_id: str = "") -> Tuple[Dict[str, Any], bool]:
     """The node's NodeMaintenance, created (phase Pending) when there is none.
 
     Refused before anything is written when the node does not exist, or when ``name`` is
@@ -80,6 +82,8 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
                            f"{taken.get('spec', {}).get('nodeName')}; choose another name")
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
             "spec": {"nodeName": node, "reason": reason or ""}}
+    if run_id:
+        body["metadata"]["annotations"] = {RUN_ANNOTATION: run_id}
     if check_mode:
         body["status"] = {"phase": "Pending"}
         return body, True
@@ -96,6 +100,23 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     created.setdefault("kind", KIND)
     created = update_status(client, created, {"phase": "Pending"})[0]
     return created, True
+
+
+def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,
+          check_mode: bool = False) -> Dict[str, Any]:
+    """Make ``run_id`` the NodeMaintenance's run, only if nobody changed it since it was read
+    (two runs adopting at once: one wins, the other gets Conflict)."""
+    annotations = {RUN_ANNOTATION: run_id, ADOPTED_ANNOTATION: previous or "none"}
+    if check_mode:
+        merged = dict(nm)
+        kept = nm["metadata"].get("annotations") or {}
+        merged["metadata"] = {**nm["metadata"], "annotations": {**kept, **annotations}}
+        return merged
+    body = {"metadata": {"resourceVersion": nm["metadata"].get("resourceVersion"), "annotations": annotations}}
+    updated = client.patch(path(nm["metadata"]["name"]), body, "merge")
+    updated.setdefault("apiVersion", API_VERSION)
+    updated.setdefault("kind", KIND)
+    return updated
 
 
 def drain_progress(eviction_pods: int, pending: int) -> int:

@@ -209,8 +209,12 @@ def unreplicated_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
 
 
 def finished_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
+    # Evicted like the others (as kubectl drain does), so the drain needs no pod delete
+    # permission: the API server never asks a PodDisruptionBudget about a finished pod and
+    # deletes it at once.
     if is_finished(pod):
-        return Decision(KEEP, f"finished ({pod['status']['phase']}): deleted")
+        how = "deleted" if opts.disable_eviction else "evicted (no PodDisruptionBudget counts it)"
+        return Decision(KEEP, f"finished ({pod['status']['phase']}): {how}")
     return None
 
 
@@ -236,9 +240,10 @@ def classify(pod: Pod, opts: SelectionOptions) -> PodPlan:
     if refused:
         return _plan(meta, REFUSE, "; ".join(d.reason for d in refused),
                      tuple(d.option for d in refused if d.option))
-    if is_finished(pod) or opts.disable_eviction:
-        reasons = [d.reason for d in kept] + ([] if is_finished(pod) else ["disable_eviction: deleted"])
-        return _plan(meta, DELETE, "; ".join(reasons))
+    if is_finished(pod):
+        return _plan(meta, DELETE if opts.disable_eviction else EVICT, "; ".join(d.reason for d in kept))
+    if opts.disable_eviction:
+        return _plan(meta, DELETE, "; ".join([d.reason for d in kept] + ["disable_eviction: deleted"]))
     ref = controller_of(pod)
     owner = [f"managed by {ref.get('kind')} {ref.get('name')}"] if ref else []
     return _plan(meta, EVICT, "; ".join(owner + [d.reason for d in kept]))

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import budgets
+from . import budgets, validation
 from .client import Client
 from .drain import pod_path
 from .errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
@@ -55,18 +55,23 @@ class PreflightOptions:
         return SelectionOptions.of(self, now)
 
     def validate(self) -> None:
+        v = validation
         problems = []
-        if not self.nodes or not all(isinstance(n, str) and n for n in self.nodes):
-            problems.append("nodes must be a non-empty list of node names")
+        # A name that cannot be a node's is judged like a missing node (a no-go with its
+        # reason), so that node_maintenance_preflight=warn still goes on with the others.
+        if not self.nodes or not all(isinstance(n, str) for n in self.nodes):
+            problems.append(f"nodes: {list(self.nodes)!r} must be a non-empty list of node names")
         elif len(set(self.nodes)) != len(self.nodes):
             twice = sorted({n for n in self.nodes if self.nodes.count(n) > 1})
             problems.append("nodes lists a node twice: " + ", ".join(twice))
-        if self.concurrency < 1:
-            problems.append(f"concurrency must be 1 or more, got {self.concurrency}")
-        if not 1 <= self.parallelism <= 500:
-            problems.append(f"parallelism must be between 1 and 500, got {self.parallelism}")
-        if self.skip_wait_for_delete_timeout < 0:
-            problems.append(f"skip_wait_for_delete_timeout must be 0 or more, got {self.skip_wait_for_delete_timeout}")
+        try:
+            v.problems(lambda: v.number(self.concurrency, "concurrency", 1, v.MAX_CONCURRENCY, "nodes", integer=True),
+                       lambda: v.number(self.parallelism, "parallelism", 1, 500, "requests", integer=True),
+                       lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
+                                        v.MAX_WAIT_SECONDS, "seconds", integer=True),
+                       lambda: v.label_selector(self.pod_selector or "", "pod_selector"))
+        except InputError as exc:
+            problems.append(exc.message)
         if problems:
             raise InputError("; ".join(problems))
         self.selection()  # a malformed pod_selector raises here, before any request
@@ -275,7 +280,11 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
         reports.append(report)
         if name not in snapshot.nodes:
             report.found = False
-            report.blockers.append(f"node {name!r} not found in cluster")
+            try:
+                validation.node_name(name)
+                report.blockers.append(f"node {name!r} not found in cluster")
+            except InputError as exc:
+                report.blockers.append(f"not found in cluster: {exc.message}")
             continue
         for pod in snapshot.pods_by_node.get(name, []):
             plan = classify(pod, selection)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .client import Client, path_segment
-from .errors import ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
+from .errors import ApiError, ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
 
 Taint = Dict[str, Any]
 
@@ -60,13 +60,23 @@ def guarded_patch(current: Optional[List[Taint]], new: List[Taint]) -> List[Dict
 
 
 def validate_taints(taints: List[Taint]) -> None:
-    from .errors import InputError
+    from . import validation
 
-    for t in taints:
-        if not isinstance(t, dict) or not t.get("key"):
-            raise InputError(f"every taint needs a key, got {t!r}")
-        if t.get("effect") not in EFFECTS:
-            raise InputError(f"taint {t.get('key')}: effect must be one of {', '.join(EFFECTS)}, got {t.get('effect')!r}")
+    validation.taints(taints)
+
+
+# What kube-apiserver answers (422, no details) when a JSON Patch cannot be applied, as when
+# its test operation fails. A refusal of the result names the object and the field, with causes.
+PATCH_NOT_APPLIED = "the server rejected our request due to an error in our request"
+
+
+def is_test_failure(exc: UnprocessableEntity) -> bool:
+    """Whether a 422 answer to our JSON Patch is its ``test`` operation failing (someone else
+    wrote the taints since we read them), and not the API server refusing what we wrote."""
+    message = exc.server_message or ""
+    if (exc.body.get("details") or {}).get("causes"):
+        return False
+    return message == PATCH_NOT_APPLIED or "test failed" in message or "testing value" in message
 
 
 def node_path(name: str) -> str:
@@ -74,6 +84,9 @@ def node_path(name: str) -> str:
 
 
 def read_node(client: Client, name: str) -> Dict[str, Any]:
+    from . import validation
+
+    validation.node_name(name)  # '' or '..' would read another URL (/api/v1/nodes/, /api/v1)
     try:
         return client.get(node_path(name))
     except NotFound:
@@ -110,7 +123,10 @@ def apply_taints(client: Client, name: str, wanted: List[Taint], present: bool, 
         try:
             node = client.patch(node_path(name), guarded_patch(raw, new) + more, "json")
             return first_before, new, node, True
-        except UnprocessableEntity:
+        except UnprocessableEntity as exc:
+            if not is_test_failure(exc):  # the API server refused the change itself: say why, as it did
+                raise ApiError(exc.status, exc.reason, f"the API server refused the new taints of node {name}: "
+                               f"{exc.server_message or exc.reason}", "PATCH", node_path(name), exc.body) from None
             node = read_node(client, name)  # someone else wrote the taints: start from theirs
     raise ConcurrentUpdateError(
         f"the taints of node {name} kept changing while we wrote them ({MAX_ATTEMPTS} attempts); "

@@ -84,12 +84,17 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import events, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils import events, lifecycle, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):
+    validation.node_name(params["node"])
+    validation.qualified_name(params["label_key"], "label_key")
+    if params["maintenance"] is not None:
+        validation.dns_subdomain(params["maintenance"], "maintenance", "NodeMaintenance name")
+    validation.annotations(params["annotations"])
     done = lifecycle.cordon(client, events.EventRecorder(client, check_mode), params["node"],
                             params["state"] == "cordoned", params["label_key"], params["label"], check_mode,
                             params["maintenance"], params["annotations"])

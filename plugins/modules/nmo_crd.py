@@ -118,6 +118,13 @@ options:
         type: str
         choices: [maintenance, node]
         default: maintenance
+  run_id:
+    description:
+      - The playbook run this is for (M(nmo.maintenance.nmo_run)). A C(NodeMaintenance) held
+        by another run that is alive is refused, before anything is written; one held by a
+        run that is gone is adopted for this run (a C(ResumeMaintenance) event says so).
+      - Without it, a C(NodeMaintenance) held by a live run is refused all the same.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -172,7 +179,7 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 
@@ -188,21 +195,37 @@ STATUS_OPTIONS = {
 }
 
 
+def validate(params):
+    """Every option of object=nodemaintenance, before anything (the CRD included) is written."""
+    if params["object"] != "nodemaintenance":
+        return
+    if params["node"] is None:
+        raise InputError("node is required with object=nodemaintenance")
+    validation.node_name(params["node"])
+    if params["name"] is not None:
+        validation.dns_subdomain(params["name"], "name", "NodeMaintenance name")
+    else:
+        validation.derived_name(maintenance.default_name(params["node"]), "node", params["node"])
+    validation.text(params["reason"] or "", "reason", validation.MAX_REASON)
+    validation.maintenance_status(params["status"])
+    validation.events(params["events"])
+
+
 def _maintenance(client, params, check_mode, result, recorder):
     node = params["node"]
-    if not node:
-        raise InputError("node is required with object=nodemaintenance")
     if params["state"] == "absent":
         nm = maintenance.get(client, params["name"]) if params["name"] else maintenance.find(client, node)
         result.update(created=False, deleted=False, maintenance=maintenance.summary(nm))
         if nm is None:
             return
+        lifecycle.refuse_if_live_run(client, nm, params["run_id"] or "", node)
         lifecycle.record_on(client, recorder, nm, params["events"], node)
         result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm, check_mode)
         result["changed"] = result["deleted"]
         result["diff"] = {"before": lifecycle.view(nm), "after": {}}
         return
-    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode)
+    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode,
+                                        params["run_id"] or "")
     status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
     nm, status_changed = maintenance.update_status(client, made["nm"], status, check_mode)
     lifecycle.record_on(client, recorder, nm, params["events"], node)
@@ -212,6 +235,7 @@ def _maintenance(client, params, check_mode, result, recorder):
 
 
 def core(client, params, check_mode):
+    validate(params)
     result = {"changed": False}
     recorder = events.EventRecorder(client, check_mode)
     if params["object"] == "crd":
@@ -239,7 +263,8 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "status": {"type": "dict", "options": STATUS_OPTIONS},
-    "events": events.EVENTS_SPEC}
+    "events": events.EVENTS_SPEC,
+    "run_id": {"type": "str"}}
 
 
 MODULE_KWARGS = {"required_if": [("object", "nodemaintenance", ("node",))]}

@@ -72,8 +72,8 @@ options:
     description: Termination grace period in seconds for every pod. Unset, each pod's own is used.
     type: int
   timeout:
-    description: Seconds the drain may take in all, waiting included. When it runs out, the module fails
-      with the pending pods named.
+    description: Seconds the drain may take in all, waiting included (more than 0, at most 604800). When it
+      runs out, the module fails with the pending pods named.
     type: float
     default: 600
   disable_eviction:
@@ -90,20 +90,33 @@ options:
     type: int
     default: 0
   parallelism:
-    description: At most this many eviction requests at a time.
+    description: At most this many eviction requests at a time, 1 to 500.
     type: int
     default: 32
   retry_delay:
-    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused.
+    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused, 0.1 to 3600.
     type: float
     default: 1
   progress_interval:
     description:
       - Seconds between two progress lines in the playbook output while the drain runs (node,
         C(drainProgress), pending pods and last error, read from the NodeMaintenance by the
-        controller). V(0) (or less) prints none. Not printed in check mode or when the task runs with C(async).
+        controller). V(0) prints none. Not printed in check mode or when the task runs with C(async).
     type: float
     default: 10
+  run_id:
+    description:
+      - The playbook run this drain is for (M(nmo.maintenance.nmo_run)). The drain stops, with
+        no further eviction or status write, when that run is gone (its run lease deleted or
+        expired, as when the controller died) or when another run adopted the NodeMaintenance.
+    type: str
+  validate_only:
+    description:
+      - Only check the options, with no request to the API server, and return. The role does
+        this before a node is touched, so a bad drain option stops it with nothing written
+        rather than after the node was cordoned.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -129,6 +142,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+validated:
+  description: True when O(validate_only) checked the options (nothing else is returned then).
+  returned: with O(validate_only=true)
+  type: bool
 pods_found:
   description: Pods on the node when the drain started.
   returned: always
@@ -202,12 +219,18 @@ status:
   type: dict
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions, drain
 
 
 def core(client, params, check_mode):
-    return drain(client, DrainOptions.from_params(params), check_mode)
+    validation.seconds(params["progress_interval"], "progress_interval")
+    opts = DrainOptions.from_params(params)
+    if params["validate_only"]:
+        opts.validate()
+        return {"changed": False, "node": opts.node, "validated": True}
+    return drain(client, opts, check_mode)
 
 
 ARGUMENT_SPEC = {
@@ -224,11 +247,13 @@ ARGUMENT_SPEC = {
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
     "parallelism": {"type": "int", "default": 32},
     "retry_delay": {"type": "float", "default": 1},
-    "progress_interval": {"type": "float", "default": 10}}
+    "progress_interval": {"type": "float", "default": 10},
+    "run_id": {"type": "str"},
+    "validate_only": {"type": "bool", "default": False}}
 
 
 def pool_size(params):
-    return max(int(params["parallelism"] or 1), 1) + 2
+    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # validated later: never a huge pool first
 
 
 def main():

@@ -32,8 +32,10 @@ options:
     type: str
   nodes:
     description:
-      - With no O(node), only these nodes (names that are not in the cluster are left out).
-        A playbook reads just its own hosts' nodes this way, however large the cluster.
+      - With no O(node), only these nodes. A playbook reads just its own hosts' nodes this way,
+        however large the cluster.
+      - Names that no node of the cluster has (a typo, or a name that cannot be a node's, such as
+        C(..)) are left out of RV(nodes) and listed in RV(missing).
     type: list
     elements: str
   only_in_maintenance:
@@ -47,7 +49,7 @@ options:
     type: str
     default: remediation.medik8s.io/exclude-from-remediation
   events_limit:
-    description: How many recent events to return per node; V(0) reads no events at all.
+    description: How many recent events to return per node, 0 to 1000; V(0) reads no events at all.
     type: int
     default: 10
 """
@@ -66,6 +68,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+missing:
+  description: The names of O(nodes) that no node of the cluster has, in the order given.
+  returned: always
+  type: list
+  elements: str
 nodes:
   description: One entry per node.
   returned: always
@@ -96,8 +103,16 @@ nodes:
     maintenance:
       description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
       type: dict
+    run:
+      description:
+        - The playbook run that holds the NodeMaintenance (C(id), empty when it names none) and
+          whether that run is C(alive) (its run lease is valid); null without a NodeMaintenance.
+      type: dict
     leases:
-      description: Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot).
+      description:
+        - Leases in C(medik8s-leases) that name the node (its node lease, its maintenance slot), each with
+          name, holder, renewTime, leaseDurationSeconds, and C(slot), true for a maintenance slot
+          of this collection (label C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
       type: list
     events:
       description: Recent events of the node and its NodeMaintenance, oldest first.
@@ -109,16 +124,17 @@ api_requests:
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.info import describe, in_maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.info import describe, in_maintenance, missing
 from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):
     reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
                        only=params["nodes"])
+    result = {"changed": False, "missing": missing(params["nodes"], reports)}
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]
-    return {"changed": False, "nodes": reports}
+    return {**result, "nodes": reports}
 
 
 ARGUMENT_SPEC = {

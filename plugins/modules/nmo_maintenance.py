@@ -196,7 +196,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUD
 def core(client, params, check_mode):
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
-                             annotations=params["annotations"], end_events=params["events"])
+                             annotations=params["annotations"], end_events=params["events"],
+                             run_id=params["run_id"] or "")
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
     return lifecycle.begin(client, opts, check_mode)

@@ -167,7 +167,7 @@ ARGUMENT_SPEC = {
 
 
 def pool_size(params):
-    return max(int(params["parallelism"] or 1), 1) + 2
+    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # validated later: never a huge pool first
 
 
 def main():

@@ -15,6 +15,8 @@ description:
   - The write is one JSON Patch that first tests that the taints are still as read, so a
     concurrent writer is never overwritten; the module then reads again and retries, up to
     5 times, before it fails.
+  - Only a failed C(test) operation means someone else wrote the taints; any other refusal of
+    the patch (C(422 Invalid)) fails at once with the API server's own message.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
@@ -39,7 +41,8 @@ options:
     default: present
   taints:
     description:
-      - The taints to add or remove. Each needs C(key) and C(effect); C(value) is optional.
+      - The taints to add or remove. Each needs C(key) (a qualified name, as a label key) and
+        C(effect); C(value) is optional (a label value).
       - Defaults to the two maintenance taints.
     type: list
     elements: dict
@@ -75,12 +78,15 @@ api_requests:
   type: int
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.taints import MAINTENANCE_TAINTS, apply_taints
 
 
 def core(client, params, check_mode):
+    validation.node_name(params["node"])
     wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
+    validation.taints(wanted)
     before, after, _node, changed = apply_taints(client, params["node"], wanted, params["state"] == "present",
                                                  check_mode)
     return {"changed": changed, "taints_before": before, "taints_after": after,

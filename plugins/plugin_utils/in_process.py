@@ -43,9 +43,14 @@ class NmoAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        done = self.run_here() if self.on_controller() else None
+        anchor = os.getppid()  # the ansible-playbook process that forked this worker
+        done = self.run_here(anchor) if self.on_controller() else None
         if done is None:
             done = self.run_module(task_vars)
+        if os.getppid() != anchor:
+            # ansible-playbook died while this task ran: nobody reads the result, and handing
+            # it to the dead parent's queue would block this worker forever
+            os._exit(1)  # pylint: disable=protected-access
         return merge_hash(result, done)
 
     def on_controller(self):
@@ -70,15 +75,17 @@ class NmoAction(ActionBase):
         checked = ArgumentSpecValidator(spec, **getattr(module, "MODULE_KWARGS", {})).validate(dict(self._task.args))
         return module, checked
 
-    def run_here(self):
+    def run_here(self, anchor):
         """The module's result computed in this process, or None to run the module instead."""
         try:
             module, checked = self.check_args()
             adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
             client_utils = importlib.import_module(f"{PACKAGE}.module_utils.client")
             errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
+            run = importlib.import_module(f"{PACKAGE}.module_utils.run")
         except ImportError:
             return None  # ship the module: it runs with the interpreter the inventory gives
+        run.set_local_anchor(anchor)  # waits and writes stop when this controller process is gone
         if checked.error_messages:
             msg = checked.errors.msg
             if isinstance(checked.errors[0], UnsupportedError):

@@ -12,7 +12,7 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import yaml
 from helpers import ansible_env
@@ -29,38 +29,61 @@ LABEL = "remediation.medik8s.io/exclude-from-remediation"
 
 
 # -- the least-privilege user -----------------------------------------------------------------
-class RestrictedUser:
-    """A user with a client certificate from the cluster's CA, bound only to the shipped
-    ClusterRole (meta/rbac/clusterrole.yml)."""
+RBAC = ROOT / "meta" / "rbac"
+RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
+# The shipped Roles and where they live (meta/rbac/role-*.yml).
+ROLES = {"nmo-maintenance-leases": "medik8s-leases", "nmo-maintenance-events": "default"}
 
-    def __init__(self, cluster: Any, directory: Path) -> None:
+
+class RestrictedUser:
+    """A user with a client certificate from the cluster's CA, bound only to the shipped RBAC
+    (every file of meta/rbac/ applied as docs/rbac.md says): the nmo-maintenance ClusterRole
+    and the two Roles, plus any of the opt-in ClusterRoles named in ``extra_cluster_roles``."""
+
+    def __init__(self, cluster: Any, directory: Path, extra_cluster_roles: Tuple[str, ...] = ()) -> None:
         self.cluster = cluster
         self.name = f"nmo-e2e-{uuid.uuid4().hex[:6]}"
         self.kubeconfig = str(directory / f"{self.name}.kubeconfig")
-        self.binding = self.name
+        self.cluster_roles = ("nmo-maintenance", *extra_cluster_roles)
+        self.bindings: List[str] = []
 
     def __enter__(self) -> RestrictedUser:
-        self.cluster.kubectl("apply", "-f", str(ROOT / "meta" / "rbac" / "clusterrole.yml"))
+        applied = self.cluster.kubectl("apply", "-f", str(RBAC), check=False)
+        assert applied.returncode == 0, f"kubectl apply -f meta/rbac/ failed: {applied.stderr}"
         subprocess.run([str(ROOT / "hack" / "user-kubeconfig"), self.name, "-", self.kubeconfig],
                        check=True, capture_output=True, text=True)
-        self.cluster.client.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": self.binding},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nmo-maintenance"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": self.name}]})
-        wait_for(lambda: self.can("patch", "nodes"), 30, f"RBAC for {self.name} in effect")
+        subject = [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": self.name}]
+        for role in self.cluster_roles:
+            self._bind(f"{RBAC_API}/clusterrolebindings", f"{self.name}-{role}", "ClusterRole", role, subject)
+        for role, namespace in ROLES.items():
+            self._bind(f"{RBAC_API}/namespaces/{namespace}/rolebindings", f"{self.name}-{role}", "Role", role, subject)
+        wait_for(lambda: self.can("patch", "nodes") and self.can("update", "leases", "medik8s-leases")
+                 and self.can("create", "events", "default"), 30, f"RBAC for {self.name} in effect")
         return self
 
-    def can(self, verb: str, resource: str) -> bool:
-        out = self.cluster.kubectl("auth", "can-i", verb, resource, "--as", self.name, check=False)
+    def _bind(self, collection: str, name: str, kind: str, role: str, subjects: List[Dict[str, Any]]) -> None:
+        self.cluster.client.post(collection, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": f"{kind}Binding", "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role}, "subjects": subjects})
+        self.bindings.append(f"{collection}/{name}")
+
+    def can(self, verb: str, resource: str, namespace: Optional[str] = None, name: Optional[str] = None) -> bool:
+        """kubectl auth can-i as this user (the API server answers a SubjectAccessReview); namespace
+        "*" asks about every namespace at once, None about kubectl's default namespace."""
+        resource, _slash, subresource = resource.partition("/")  # pods/eviction
+        target = f"{resource}/{name}" if name else resource
+        where = ["--all-namespaces"] if namespace == "*" else ["-n", namespace] if namespace else []
+        where += [f"--subresource={subresource}"] if subresource else []
+        out = self.cluster.kubectl("auth", "can-i", verb, target, *where, "--as", self.name, check=False)
         return out.stdout.strip() == "yes"
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            self.cluster.client.delete(f"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{self.binding}")
-        except Exception as error:  # already gone
-            if getattr(error, "status", None) != 404:
-                raise
+        for binding in self.bindings:
+            try:
+                self.cluster.client.delete(binding)
+            except Exception as error:  # already gone
+                if getattr(error, "status", None) != 404:
+                    raise
 
 
 # -- inventories --------------------------------------------------------------------------------
@@ -255,6 +278,17 @@ def events_of(client: Any, name: str) -> List[Dict[str, Any]]:
 
 def reasons_of(client: Any, name: str) -> List[str]:
     return [e["reason"] for e in events_of(client, name)]
+
+
+def run_of(client: Any, node: str) -> str:
+    """The run (nmo.maintenance/run) that holds the node's NodeMaintenance; '' when none."""
+    nm = maintenance_of(client, node) or {}
+    return (nm.get("metadata", {}).get("annotations") or {}).get("nmo.maintenance/run", "")
+
+
+def wait_run_gone(client: Any, run_id: str, timeout: float = 30) -> None:
+    """Until the run's heartbeat has deleted its run lease (it does when ansible-playbook is gone)."""
+    wait_for(lambda: client.get_or_none(f"{LEASES}/nmo-run-{run_id}") is None, timeout, f"run {run_id} to be gone")
 
 
 def nm_name(node: str) -> str:

@@ -90,7 +90,7 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
 def test_taint_bad_input_changes_nothing(cluster, world):
     (node,) = world.add_nodes(workers=1)
     result = run_module("nmo_taint", {"node": node, "taints": [{"key": "x", "effect": "Never"}]}, cluster.kubeconfig)
-    assert result["failed"] and "effect must be one of" in result["msg"]
+    assert result["failed"] and "taints[0].effect: 'Never' must be one of" in result["msg"]
     missing = run_module("nmo_taint", {"node": "node-does-not-exist"}, cluster.kubeconfig)
     assert missing["failed"] and missing["msg"] == 'node "node-does-not-exist" not found in cluster'
     assert taints(cluster, node) == []

@@ -381,8 +381,9 @@ def test_check_mode_evicts_nothing_and_says_what_it_would_do(cluster, world, crd
 
     assert not result.get("failed"), result.get("msg")
     assert result["changed"]
-    assert sorted(n.split("-")[0] for n in names(result["would_evict"])) == ["loner", "web", "web"]
-    assert names(result["would_delete"]) == ["job-done"] and "Succeeded" in result["would_delete"][0]["reason"]
+    evict = {p["name"]: p["reason"] for p in result["would_evict"]}
+    assert sorted(n.split("-")[0] for n in evict) == ["job", "loner", "web", "web"]
+    assert "finished (Succeeded): evicted" in evict["job-done"] and result["would_delete"] == []
     assert [p["reason"] for p in result["skipped_pods"]] == ["managed by DaemonSet agent (it would come back)"]
     assert {p["metadata"]["uid"] for p in pods_on(world, a)} == before
     assert not any(p["metadata"].get("deletionTimestamp") for p in pods_on(world, a))

@@ -26,8 +26,10 @@ from .maintenance_support import (
     node_clean,
     reasons_of,
     run,
+    run_of,
     slot_prefix,
     wait_clean,
+    wait_run_gone,
     write_inventory,
 )
 
@@ -141,9 +143,11 @@ def test_killed_during_a_drain_then_rerun_resumes_and_finishes(cluster, world, u
             status = maintenance_of(cluster.client, w2)["status"]
             assert status["phase"] == "Running" and status["pendingPods"] == [pod], status
             assert "DrainError" in reasons_of(cluster.client, nm_name(w2))
+            killed_run = run_of(cluster.client, w2)
         finally:
             first.kill()
             first.close()
+        wait_run_gone(cluster.client, killed_run)  # the heartbeat saw ansible-playbook die
         assert maintenance_of(cluster.client, w2) is not None
         assert node_clean(cluster.client, w2) is not None, "killed mid-drain, worker-02 stays in maintenance"
         assert node_clean(cluster.client, w3) is None and maintenance_of(cluster.client, w3) is None

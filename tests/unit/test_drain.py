@@ -64,8 +64,8 @@ class TestClassify:
         plan = classify(pod(owner="DaemonSet"), opts(ignore_daemonsets=False))
         assert plan.action == REFUSE and plan.options == ("ignore_daemonsets",)
 
-    def test_finished_daemonset_pod_is_deleted(self) -> None:
-        assert classify(pod(owner="DaemonSet", phase="Failed"), opts(ignore_daemonsets=False)).action == DELETE
+    def test_finished_daemonset_pod_is_evicted(self) -> None:
+        assert classify(pod(owner="DaemonSet", phase="Failed"), opts(ignore_daemonsets=False)).action == EVICT
 
     def test_emptydir_pod_is_evicted_by_default(self) -> None:
         plan = classify(pod(emptydir=True), opts())
@@ -89,9 +89,14 @@ class TestClassify:
         assert set(plan.options) == {"force", "delete_emptydir_data"}
 
     @pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
-    def test_finished_pods_are_deleted_whatever_the_options(self, phase: str) -> None:
+    def test_finished_pods_are_evicted_whatever_the_options(self, phase: str) -> None:
+        # evicted, not deleted: the shipped RBAC has no pod delete (docs/rbac.md)
         plan = classify(pod(owner=None, emptydir=True, phase=phase), opts(force=False, delete_emptydir_data=False))
-        assert plan.action == DELETE and phase in plan.reason
+        assert plan.action == EVICT and phase in plan.reason and "evicted" in plan.reason
+
+    def test_finished_pods_are_deleted_with_disable_eviction(self) -> None:
+        plan = classify(pod(phase="Succeeded"), opts(disable_eviction=True))
+        assert plan.action == DELETE and "finished (Succeeded): deleted" in plan.reason
 
     def test_terminating_pod_is_waited_for_and_never_refused(self) -> None:
         plan = classify(pod(owner=None, deleting=STAMP_60S_AGO), opts(force=False))

@@ -40,11 +40,11 @@ def test_inline_data_and_token_and_context(tmp_path):
     cfg = kubeconfig.from_kubeconfig(path)
     assert cfg.get_api_key_with_prefix("authorization") == "Bearer abc"
     assert not cfg.verify_ssl
-    with open(cfg.ssl_ca_cert, "rb") as handle:
-        assert handle.read() == b"CA PEM"
+    # inline data stays in memory: no path to a file that could outlive the process
+    assert cfg.ssl_ca_data == b"CA PEM" and cfg.ssl_ca_cert is None
     other = kubeconfig.from_kubeconfig(path, "other")
-    with open(other.cert_file, "rb") as handle:
-        assert handle.read() == b"CA PEM"
+    assert other.cert_data == b"CA PEM" and other.key_data == b"CA PEM"
+    assert other.cert_file is None and other.key_file is None
 
 
 def test_exec_plugins_are_left_to_the_kubernetes_package(tmp_path):

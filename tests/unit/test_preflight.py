@@ -66,7 +66,7 @@ def test_options_take_the_drains_names_and_defaults() -> None:
 @pytest.mark.parametrize("params,message", [
     ({"nodes": []}, "non-empty list"),
     ({"nodes": ["a", "a"]}, "lists a node twice: a"),
-    ({"nodes": ["a"], "concurrency": 0}, "concurrency must be 1 or more"),
+    ({"nodes": ["a"], "concurrency": 0}, "concurrency: 0 must be between 1 and 1000"),
     ({"nodes": ["a"], "parallelism": 0}, "parallelism"),
     ({"nodes": ["a"], "pod_selector": "app in (a"}, "pod_selector"),
 ])

@@ -1,0 +1,137 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nmo_check_files: are the task files the role will include there, readable, and task lists?
+
+An ``include_tasks`` of a file that is missing, unreadable or not a task list fails in a
+way a ``block``/``rescue`` does not catch in a play with ``max_fail_percentage: 0`` (the
+play ends at once), and a YAML syntax error or an unknown module in it ends the whole
+play. The role runs this check for every hook and gate file before any node is touched,
+and again, as an ordinary task whose failure lands in the rescue, right before each
+include. It runs on the controller (where ``include_tasks`` reads the files), finds a
+relative path where ``include_tasks`` would, and loads the tasks as the include would,
+without running them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+ARGUMENT_SPEC = {
+    "files": {"type": "dict", "required": True},
+}
+
+
+def _paths(value: Any) -> List[Any]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        checked: List[Dict[str, Any]] = []
+        problems: List[str] = []
+        for option, value in args["files"].items():
+            for given in _paths(value):
+                if not isinstance(given, str) or not given.strip():
+                    problems.append(f"{option}: {given!r} is not a file name (give the path of a task file)")
+                    continue
+                path = self._resolve(given)
+                tasks, reason = self._check(path)
+                entry = {"option": option, "given": given, "path": path}
+                if reason:
+                    where = given if given == path else f"{given} (looked for {path})"
+                    problems.append(f"{option}: {where}: {reason}")
+                    entry["problem"] = reason
+                else:
+                    entry["tasks"] = tasks
+                checked.append(entry)
+        result.update(changed=False, files=checked)
+        if problems:
+            result.update(failed=True, problems=problems,
+                          msg="task file check failed, nothing was done to the node: " + " | ".join(problems))
+        else:
+            result["msg"] = f"{len(checked)} task file(s) found and loaded"
+        return result
+
+    def _resolve(self, given: str) -> str:
+        """Where include_tasks, in this role (or play), finds the file: the role's tasks
+        folder first, then the playbook's folder, as loader.path_dwim_relative does."""
+        role = getattr(self._task, "_role", None)
+        if role is not None:
+            return self._loader.path_dwim_relative(role._role_path, "tasks", given, is_role=True)
+        return self._loader.path_dwim(given)
+
+    def _check(self, path: str) -> Tuple[int, Optional[str]]:
+        """(number of tasks, None) when the file would load as a task list; else (0, why not)."""
+        if not os.path.lexists(path):
+            return 0, "not found"
+        if not os.path.exists(path):
+            return 0, "a broken symbolic link"
+        if os.path.isdir(path):
+            return 0, "a directory, not a task file"
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            return 0, f"cannot be read: {exc.strerror or exc}"
+        if not raw.lstrip().startswith(b"$ANSIBLE_VAULT"):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return 0, f"is not UTF-8 text (byte {exc.start}), so not a YAML task file"
+        try:
+            data = self._loader.load_from_file(path, cache="none")
+        except AnsibleError as exc:
+            return 0, "is not valid YAML: " + _first_lines(exc)
+        except Exception as exc:  # pylint: disable=broad-except  # a loader error of any kind is the answer
+            return 0, f"cannot be loaded: {exc}"
+        if data is None:
+            return 0, None  # an empty file is an empty task list, as include_tasks reads it
+        if not isinstance(data, list):
+            return 0, f"is YAML but not a task list (a {_kind(data)} at the top, a list of tasks is needed)"
+        for index, item in enumerate(data, 1):
+            if not isinstance(item, dict):
+                return 0, f"item {index} is a {_kind(item)}, not a task (a mapping: name, a module and its arguments)"
+        try:
+            self._load_tasks(data)
+        except AnsibleError as exc:
+            return 0, "is not a valid task list: " + _first_lines(exc)
+        return len(data), None
+
+    def _load_tasks(self, data: List[Any]) -> None:
+        """Load the tasks as include_tasks would (modules resolved, keywords checked), without running them."""
+        from ansible.playbook.helpers import load_list_of_blocks
+
+        load_list_of_blocks(data, play=self._task.get_play() if hasattr(self._task, "get_play") else None,
+                            role=getattr(self._task, "_role", None), loader=self._loader,
+                            variable_manager=None)
+
+
+def _first_lines(exc: Exception, limit: int = 4) -> str:
+    """The error's first lines, and where in the file when Ansible knows (2.19: the origin)."""
+    text = to_text(getattr(exc, "message", None) or exc)
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    where = to_text(getattr(exc, "obj", None) or "")
+    at = f" (at {where.rsplit('/', 1)[-1]})" if ":" in where and where.split(":")[-1].isdigit() else ""
+    return " / ".join(lines[:limit]) + at
+
+
+def _kind(value: Any) -> str:
+    for cls, name in ((bool, "boolean"), (str, "string"), (dict, "mapping"), (list, "list"), (int, "number"),
+                      (float, "number")):
+        if isinstance(value, cls):
+            return name
+    return type(value).__name__

@@ -1,0 +1,44 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nmo_run: always in Ansible's worker on the controller, whose parent is the ansible-playbook
+process the run's heartbeat is tied to."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import PACKAGE, NmoAction
+
+
+class ActionModule(NmoAction):
+    module = "nmo_run"
+    _supports_async = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(NmoAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
+        if self._connection.transport != "local" or self._play_context.become:
+            result.update(failed=True, msg="nmo_run must run on the controller: delegate it to localhost "
+                                           "with a local connection and become: false")
+            return result
+        module, checked = self.check_args()
+        if checked.error_messages:
+            result.update(failed=True, msg=checked.errors.msg)
+            return result
+        params = checked.validated_parameters
+        client_utils = importlib.import_module(f"{PACKAGE}.module_utils.client")
+        errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
+        run_start = importlib.import_module(f"{PACKAGE}.module_utils.run_start")
+        del module
+        try:
+            options = client_utils.ConnectionOptions.from_params(params)
+            client = client_utils.connect(options, 2)
+            if params["state"] == "stopped":
+                done = run_start.stop(client, params, bool(self._task.check_mode))
+            else:
+                # this worker's parent is the ansible-playbook process the run lives in
+                done = run_start.start(client, options, params, os.getppid(), bool(self._task.check_mode))
+        except errors.NmoError as exc:
+            result.update(failed=True, msg=exc.message)
+            return result
+        result.update(done)
+        return result

@@ -1,0 +1,131 @@
+"""The run's heartbeat: a small process on the controller that lives exactly as long as the run.
+
+It renews the run lease every ``RENEW_EVERY`` seconds, and the node leases and maintenance
+slots the run holds (annotated ``nmo.maintenance/run``) once half of their duration is
+gone, so a work hook may take hours without its leases lapsing. It watches the
+``ansible-playbook`` process (PID and start time, checked every second): when that process
+is gone, killed or finished, it deletes the run lease at once, which tells every other run
+and every module still waiting for this run that the run is over, and exits. If the
+controller's host dies with it, the run lease lapses ``RUN_LEASE_DURATION`` seconds later.
+
+A lease it cannot renew because the API server is away is renewed when the server is back,
+if nobody took it meanwhile.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any, Callable, Dict, Optional
+
+from . import leases, run
+from .client import Client, ConnectionOptions, connect
+from .errors import NmoError
+
+
+def renew_held(client: Client, run_id: str, namespace: str) -> int:
+    """Renew the leases of ``run_id`` that are past half their duration (or lapse within three
+    beats); how many were renewed."""
+    renewed = 0
+    now = client.server_now()
+    for lease in leases.list_leases(client, namespace):
+        if run.run_of(lease) != run_id or lease["metadata"]["name"] == run.lease_name(run_id):
+            continue
+        spec = lease.get("spec") or {}
+        due = leases.expiry(lease)
+        duration = int(spec.get("leaseDurationSeconds") or 0)
+        # half the duration left, and never less than three beats: a short lease is renewed every beat
+        if due is None or duration <= 0 or due - now > timedelta(seconds=max(duration / 2, 3 * run.RENEW_EVERY)):
+            continue
+        if run.renew(client, lease, leases.holder(lease)) is not None:
+            renewed += 1
+    return renewed
+
+
+def beat(client: Client, run_id: str, namespace: str, duration: int) -> bool:
+    """One renewal of the run lease (and of the leases it holds); False when the run is over
+    (the lease was deleted or taken by someone else)."""
+    current = run.read_lease(client, run_id, namespace)
+    if current is None or leases.holder(current) != run_id:
+        return False
+    if run.renew(client, current, run_id, duration) is None:
+        again = run.read_lease(client, run_id, namespace)
+        return again is not None and leases.holder(again) == run_id  # a conflict: next beat
+    renew_held(client, run_id, namespace)
+    return True
+
+
+def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str = leases.LEASE_NAMESPACE,
+         duration: int = run.RUN_LEASE_DURATION, every: float = run.RENEW_EVERY,
+         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> str:
+    """Beat until the anchor dies or the run lease is gone; returns why it stopped."""
+    next_beat = clock()
+    while True:
+        if not anchor_alive():
+            try:
+                run.stop(client, run_id, namespace)
+            except NmoError:
+                pass  # the lease lapses by itself
+            return "controller gone"
+        if clock() >= next_beat:
+            try:
+                if not beat(client, run_id, namespace, duration):
+                    return "run lease gone"
+                next_beat = clock() + every
+            except NmoError:
+                next_beat = clock() + 1.0  # the API server is away: try again soon
+        sleep(1.0)
+
+
+def anchor_check(pid: int, started: Optional[str]) -> Callable[[], bool]:
+    return lambda: run.process_start(pid) == started
+
+
+def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int, namespace: str,
+                       duration: int) -> int:
+    """Fork a detached heartbeat process (returns its PID in the caller)."""
+    started = run.process_start(anchor_pid)
+    read_end, write_end = os.pipe()
+    first = os.fork()
+    if first:
+        os.close(write_end)
+        os.waitpid(first, 0)
+        with os.fdopen(read_end, "rb") as pipe:
+            data = pipe.read()
+        return int(data or b"0")
+    # first child: a new session, then a grandchild that init adopts (never a zombie)
+    try:
+        os.close(read_end)
+        os.setsid()
+        second = os.fork()
+        if second:
+            os.write(write_end, str(second).encode())
+            os._exit(0)
+        os.close(write_end)
+        _detach()
+        from . import client as client_module
+        client_module._clients.clear()  # never share the parent's connections  # pylint: disable=protected-access
+        client = connect(options, pool_size=2)
+        # A request may retry for a beat, not a minute (client.py): the loop must keep
+        # looking at the controller process while the API server is away.
+        client.retry = replace(client.retry, budget=run.RENEW_EVERY)
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)
+    except BaseException:  # pylint: disable=broad-except
+        pass
+    os._exit(0)
+
+
+def _detach() -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+    os.closerange(3, 65536)  # the worker's pipes to ansible-playbook among them
+    os.chdir("/")
+
+
+def describe(info: Dict[str, Any]) -> str:
+    return f"run {info['run']} (heartbeat PID {info.get('heartbeat_pid')})"

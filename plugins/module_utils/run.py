@@ -1,0 +1,259 @@
+"""Run identity: which playbook run holds a maintenance, and whether that run is still alive.
+
+Every run of the maintenance playbook has an id (``awx-<job id>`` under AWX, otherwise one
+made at start). The run is alive while its *run lease* ``nmo-run-<id>`` in the leases
+namespace is valid: a heartbeat process on the controller renews it every few seconds for
+as long as the ``ansible-playbook`` process lives, and deletes it the moment that process is
+gone (killed, cancelled, finished). Whatever the run holds says so with the annotation
+``nmo.maintenance/run``: its NodeMaintenances, node leases and maintenance slots.
+
+A run never adopts what a live run holds. It adopts what a gone run held (lease deleted or
+expired) and says so, as the resume after a killed controller always did. Times are the
+API server's (``Client.server_now``), so two controllers whose clocks differ agree on
+whether a run lease has lapsed.
+
+``Guard`` is what module code that waits or writes asks before it goes on: is my run still
+alive (the controller process, when the module runs in it, and the run lease), and is my
+NodeMaintenance still mine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import leases
+from .client import Client
+from .errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
+
+RUN_ANNOTATION = leases.RUN_ANNOTATION
+CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
+RUN_LEASE_PREFIX = leases.RUN_LEASE_PREFIX
+RUN_LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "run"}
+# A run lease lapses this long after its heartbeat stopped (the controller's host died
+# without a chance to delete it); renewed every RENEW_EVERY seconds.
+RUN_LEASE_DURATION = 60
+RENEW_EVERY = 10
+GUARD_LOOK_EVERY = 5.0  # seconds between two reads of the run lease by a waiting module
+
+ALIVE, GONE, NONE, OURS = "alive", "gone", "none", "ours"
+_ID = re.compile(r"^[a-z0-9]([a-z0-9-]{0,48}[a-z0-9])?$")
+
+
+class RunGone(NmoError):
+    """This run's controller or its run lease is gone: stop without writing anything more."""
+
+
+class MaintenanceGone(RunGone):
+    """The NodeMaintenance a module works for was deleted: the maintenance was ended elsewhere."""
+
+
+class OwnedByLiveRun(NmoError):
+    """The node's maintenance belongs to another run that is still alive: not adopted."""
+
+
+# -- ids and names, pure ---------------------------------------------------------------------
+def new_id(awx_job_id: Optional[Any] = None, now: Optional[datetime] = None) -> str:
+    if awx_job_id not in (None, ""):
+        return validate_id(f"awx-{awx_job_id}")
+    moment = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return f"{moment}-{secrets.token_hex(3)}"
+
+
+def validate_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not _ID.match(run_id):
+        raise InputError(f"run id {run_id!r} is not valid: use 1 to 50 lower-case letters, digits and '-', "
+                         "starting and ending with a letter or digit")
+    return run_id
+
+
+def lease_name(run_id: str) -> str:
+    return RUN_LEASE_PREFIX + run_id
+
+
+def run_of(obj: Optional[Dict[str, Any]]) -> str:
+    return (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(RUN_ANNOTATION) or ""
+
+
+def controller_identity(pid: Optional[int] = None) -> str:
+    """host/pid/start of the process a run lives in, to tell two processes claiming one id apart."""
+    pid = pid or os.getpid()
+    return f"{socket.gethostname()}/{pid}/{process_start(pid) or 0}"
+
+
+def process_start(pid: int) -> Optional[str]:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22), which
+    a reused PID does not share; None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    # the command name (field 2) may contain spaces and parentheses: split after its ')'
+    rest = stat.rsplit(")", 1)[-1].split()
+    return rest[19] if len(rest) > 19 else None
+
+
+def owner_state(obj: Optional[Dict[str, Any]], my_run: str, alive: Any) -> Tuple[str, str]:
+    """(ours | none | alive | gone, the owner's run id) of something annotated with a run."""
+    owner = run_of(obj)
+    if not owner:
+        return NONE, ""
+    if my_run and owner == my_run:
+        return OURS, owner
+    return (ALIVE if owner in alive else GONE), owner
+
+
+def owner_of(client: Client, obj: Optional[Dict[str, Any]], my_run: str,
+             namespace: str = leases.LEASE_NAMESPACE) -> Tuple[str, str]:
+    """owner_state, reading the owner's run lease when it names another run."""
+    owner = run_of(obj)
+    alive = {owner} if owner and owner != my_run and is_alive(client, owner, namespace) else set()
+    return owner_state(obj, my_run, alive)
+
+
+# -- the API ---------------------------------------------------------------------------------
+def read_lease(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> Optional[leases.Lease]:
+    return leases.read(client, namespace, lease_name(run_id))
+
+
+def is_alive(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> bool:
+    return leases.is_valid(read_lease(client, run_id, namespace), client.server_now())
+
+
+def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,
+          duration: int = RUN_LEASE_DURATION) -> leases.Lease:
+    """Create (or take back after a lapse) the run lease; refused when another live process holds the id."""
+    validate_id(run_id)
+    name = lease_name(run_id)
+    for _attempt in range(leases.MAX_ATTEMPTS):
+        current = leases.read(client, namespace, name)
+        now = client.server_now()
+        if current is not None:
+            theirs = ((current["metadata"].get("annotations") or {}).get(CONTROLLER_ANNOTATION) or "")
+            if leases.is_valid(current, now) and theirs != controller:
+                raise InputError(f"run id {run_id} is in use by a live run (controller {theirs or 'unknown'}); "
+                                 "give this run another id or let that run end")
+            body = leases.renewed(current, run_id, duration, now, True, None)
+        else:
+            body = leases.new_lease(name, namespace, run_id, duration, now, None, RUN_LABELS)
+        body["metadata"].setdefault("annotations", {})[CONTROLLER_ANNOTATION] = controller
+        try:
+            return leases.write(client, body, current)
+        except Conflict:
+            continue
+    raise NmoError(f"run lease {namespace}/{name} kept changing while we wrote it: run again")
+
+
+def renew(client: Client, lease: leases.Lease, holder: str, duration: Optional[int] = None) -> Optional[leases.Lease]:
+    """Move renewTime to now, only if the lease is still the one read and still ``holder``'s.
+
+    A JSON Patch, so a lease deleted meanwhile is never re-created (a PUT would); None when
+    the lease is gone or changed hands.
+    """
+    meta = lease["metadata"]
+    ops: List[Dict[str, Any]] = [
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta.get("resourceVersion")},
+        {"op": "test", "path": "/spec/holderIdentity", "value": holder},
+        {"op": "replace", "path": "/spec/renewTime", "value": leases.format_time(client.server_now())},
+    ]
+    if duration is not None:
+        ops.append({"op": "replace", "path": "/spec/leaseDurationSeconds", "value": duration})
+    try:
+        return client.patch(leases.leases_path(meta["namespace"], meta["name"]), ops, "json")
+    except (NotFound, Conflict, UnprocessableEntity):
+        return None
+
+
+def stop(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> bool:
+    """Delete the run lease (the run is over); False when it was already gone."""
+    current = read_lease(client, run_id, namespace)
+    if current is None or leases.holder(current) != run_id:
+        return False
+    try:
+        return leases.delete(client, current)
+    except Conflict:
+        return False
+
+
+# -- the guard -------------------------------------------------------------------------------
+_local_anchor: Optional[Tuple[int, Optional[str]]] = None
+
+
+def set_local_anchor(pid: int) -> None:
+    """The controller process this code runs under (set by the in-process action plugin)."""
+    global _local_anchor  # pylint: disable=global-statement
+    _local_anchor = (pid, process_start(pid))
+
+
+def local_anchor_alive() -> bool:
+    """False once the controller process that started this task is gone (then the worker
+    running this code has been orphaned: nobody will read its result)."""
+    if _local_anchor is None:
+        return True
+    pid, started = _local_anchor
+    return os.getppid() == pid and process_start(pid) == started
+
+
+class Guard:
+    """Asked before every wait step and write: is this run still alive, is the node still ours."""
+
+    def __init__(self, client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE,
+                 look_every: float = GUARD_LOOK_EVERY, clock: Any = time.monotonic) -> None:
+        self.client = client
+        self.run_id = run_id
+        self.namespace = namespace
+        self.look_every = look_every
+        self.clock = clock
+        self._looked: Optional[float] = None
+
+    def check(self, force: bool = False, lease_list: Optional[List[leases.Lease]] = None) -> None:
+        """Raise RunGone when the controller or the run lease is gone. The lease is read at most
+        every ``look_every`` seconds unless ``force``; ``lease_list`` (a fresh view of the
+        namespace, e.g. from a watch) answers without a request."""
+        if not local_anchor_alive():
+            raise RunGone(f"run {self.run_id}: the controller process is gone; stopping without further writes")
+        if not self.run_id:
+            return
+        now_mono = self.clock()
+        if lease_list is not None:
+            lease = next((item for item in lease_list
+                          if item.get("metadata", {}).get("name") == lease_name(self.run_id)), None)
+        elif force or self._looked is None or now_mono - self._looked >= self.look_every:
+            lease = read_lease(self.client, self.run_id, self.namespace)
+        else:
+            return
+        self._looked = now_mono
+        if not leases.is_valid(lease, self.client.server_now()) or leases.holder(lease) != self.run_id:
+            raise RunGone(f"run {self.run_id}: its run lease {self.namespace}/{lease_name(self.run_id)} is gone or "
+                          "expired (the controller died or lost the API server); stopping without further writes")
+
+    def check_maintenance(self, nm: Optional[Dict[str, Any]]) -> None:
+        """Raise RunGone when the NodeMaintenance was taken over by another run."""
+        owner = run_of(nm)
+        if self.run_id and nm is not None and owner and owner != self.run_id:
+            raise RunGone(f"run {self.run_id}: NodeMaintenance {nm['metadata']['name']} now belongs to run {owner}; "
+                          "stopping without further writes")
+
+
+class NoGuard(Guard):
+    """For calls made outside a run (a module used on its own): only the local anchor counts."""
+
+    def __init__(self) -> None:  # pylint: disable=super-init-not-called
+        self.run_id = ""
+
+    def check(self, force: bool = False, lease_list: Optional[List[leases.Lease]] = None) -> None:
+        if not local_anchor_alive():
+            raise RunGone("the controller process is gone; stopping without further writes")
+
+    def check_maintenance(self, nm: Optional[Dict[str, Any]]) -> None:
+        return None
+
+
+def guard_for(client: Client, run_id: Optional[str], namespace: str = leases.LEASE_NAMESPACE) -> Guard:
+    return Guard(client, run_id, namespace) if run_id else NoGuard()

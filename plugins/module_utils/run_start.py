@@ -1,0 +1,40 @@
+"""Starting and stopping a run from the controller (what the nmo_run action plugin calls)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from . import heartbeat, leases, run
+from .client import Client, ConnectionOptions
+from .errors import InputError
+
+MAX_RUN_LEASE_DURATION = 3600
+
+
+def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], anchor_pid: int,
+          check_mode: bool) -> Dict[str, Any]:
+    duration = params["duration"] if params.get("duration") is not None else run.RUN_LEASE_DURATION
+    if not 2 * run.RENEW_EVERY <= duration <= MAX_RUN_LEASE_DURATION:
+        raise InputError(f"duration must be between {2 * run.RENEW_EVERY} and {MAX_RUN_LEASE_DURATION} seconds "
+                         f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")
+    run_id = run.validate_id(params["run_id"]) if params.get("run_id") else run.new_id(params.get("awx_job_id"))
+    controller = run.controller_identity(anchor_pid)
+    result: Dict[str, Any] = {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}",
+                              "controller": controller, "heartbeat_pid": 0, "changed": False}
+    if check_mode:
+        return result
+    leases.ensure_namespace(client)
+    run.start(client, run_id, controller, duration=duration)
+    result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
+                                                           duration)
+    result["changed"] = True
+    return result
+
+
+def stop(client: Client, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    if not params.get("run_id"):
+        raise InputError("run_id is required with state=stopped")
+    run_id = run.validate_id(params["run_id"])
+    held = run.read_lease(client, run_id) is not None
+    changed = held if check_mode else run.stop(client, run_id)
+    return {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}", "changed": changed}

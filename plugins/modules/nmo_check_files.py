@@ -1,0 +1,85 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+# The work is done by the action plugin of the same name (plugins/action/nmo_check_files.py),
+# on the controller, where include_tasks reads task files; this file documents it.
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_check_files
+short_description: Check that task files to be included exist and load as task lists
+version_added: "0.1.0"
+description:
+  - For each file, looks where C(ansible.builtin.include_tasks) in the same role (or play)
+    would look (the role's C(tasks) folder, then the playbook's folder), and checks that it
+    exists, is a file, is readable, is UTF-8 text (or vault-encrypted), parses as YAML, is
+    a list of mappings, and loads as tasks (modules resolved, keywords known), without
+    running anything.
+  - Fails with every problem in one message, each naming the option, the file and the
+    reason. It never talks to the cluster.
+  - The C(node_maintenance) role runs it before any node is touched, for all of its hook
+    and gate files, and again right before each include, so that a file that disappeared in
+    between fails as an ordinary task that the role's rescue catches (an C(include_tasks)
+    of a missing file ends a play with C(max_fail_percentage) set without running the
+    rescue; a YAML error in it ends the whole play).
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+attributes:
+  check_mode:
+    support: full
+    description: Reads only; the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  action:
+    support: full
+    description: Runs on the controller, as an action plugin.
+options:
+  files:
+    description:
+      - The files to check, by the name of the option or variable that gave them (used in
+        the messages); each value is a path or a list of paths. Empty values are skipped.
+    type: dict
+    required: true
+notes:
+  - Runs on the controller whatever the host's connection; the files are read there, as
+    C(include_tasks) reads them.
+"""
+
+EXAMPLES = r"""
+- name: The maintenance's hook files, before any node is touched
+  nmo.maintenance.nmo_check_files:
+    files:
+      node_maintenance_hooks_work: "{{ node_maintenance_hooks_work }}"
+      node_maintenance_gate: "{{ node_maintenance_gate }}"
+"""
+
+RETURN = r"""
+files:
+  description: One entry per file checked.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    option:
+      description: The key of O(files) that named it.
+      type: str
+    given:
+      description: The path as given.
+      type: str
+    path:
+      description: Where it was looked for (the path C(include_tasks) would read).
+      type: str
+    tasks:
+      description: How many tasks the file holds (when it loaded).
+      type: int
+    problem:
+      description: Why it would not load (when it did not).
+      type: str
+problems:
+  description: Every problem, as the option, the file and the reason; the task fails when there is one.
+  returned: failure
+  type: list
+  elements: str
+"""

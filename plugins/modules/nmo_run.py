@@ -1,0 +1,111 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_run
+short_description: Give a playbook run its identity, kept alive by a heartbeat on the controller
+version_added: "0.2.0"
+description:
+  - Every run of the maintenance playbook has an id. What the run holds says so (the
+    annotation C(nmo.maintenance/run) on its C(NodeMaintenance) objects, node leases and
+    maintenance slots), and the run is alive while its run lease C(nmo-run-<id>) in
+    C(medik8s-leases) is valid. Another run never adopts a maintenance whose run is alive;
+    it adopts one whose run is gone, and says so.
+  - O(state=started) creates the run lease and starts a heartbeat process on the controller.
+    The heartbeat renews the run lease every 10 s, and the node leases and slots of the run
+    once half of their duration is gone, so hooks may take hours. It watches the
+    C(ansible-playbook) process; when that process ends (finished, cancelled or killed), the
+    heartbeat deletes the run lease at once and exits. If the controller's host dies, the run
+    lease lapses after O(duration) seconds.
+  - O(state=stopped) deletes the run lease; the heartbeat then exits by itself.
+  - This module always runs in the controller's own process (it ties the run to the
+    C(ansible-playbook) process); delegate it to C(localhost).
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Returns the id the run would have; writes nothing and starts no heartbeat.
+  diff_mode:
+    support: none
+    description: The run lease is bookkeeping; nothing to show.
+options:
+  state:
+    description: Start the run (lease and heartbeat) or stop it.
+    type: str
+    choices: [started, stopped]
+    default: started
+  run_id:
+    description:
+      - The run's id; 1 to 50 lower-case letters, digits and C(-).
+      - Default C(awx-<awx_job_id>) when O(awx_job_id) is given, otherwise made from the
+        time and a random part. Refused when a live run of another process holds the id.
+    type: str
+  awx_job_id:
+    description: The AWX (or automation controller) job id, when there is one.
+    type: str
+  duration:
+    description: Seconds after which the run lease lapses when its heartbeat stops.
+    type: int
+    default: 60
+"""
+
+EXAMPLES = r"""
+- name: Start the run
+  nmo.maintenance.nmo_run:
+    awx_job_id: "{{ awx_job_id | default(omit) }}"
+  delegate_to: localhost
+  run_once: true
+  register: run
+"""
+
+RETURN = r"""
+run:
+  description: The run's id.
+  returned: always
+  type: str
+  sample: 20261201-050102-a1b2c3
+lease:
+  description: The run lease, namespace/name.
+  returned: always
+  type: str
+  sample: medik8s-leases/nmo-run-20261201-050102-a1b2c3
+controller:
+  description: host/pid/start time of the C(ansible-playbook) process the run lives in.
+  returned: state=started
+  type: str
+heartbeat_pid:
+  description: The heartbeat process (0 in check mode).
+  returned: state=started
+  type: int
+api_requests:
+  description: Requests made to the API server.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import CONNECTION_SPEC
+
+ARGUMENT_SPEC = {
+    "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
+    "run_id": {"type": "str"},
+    "awx_job_id": {"type": "str"},
+    "duration": {"type": "int", "default": 60},
+}
+
+
+def main():
+    # The action plugin does the work on the controller; shipped, the module can only refuse.
+    module = AnsibleModule(argument_spec={**CONNECTION_SPEC, **ARGUMENT_SPEC}, supports_check_mode=True)
+    module.fail_json(msg="nmo_run must run in the controller's own process: delegate it to localhost "
+                         "with a local connection, without become or async")
+
+
+if __name__ == "__main__":
+    main()

@@ -434,3 +434,27 @@ def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
     assert maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})
     client = fake_client(FakeResponse(404, {"reason": "NotFound", "message": "not found"}))
     assert not maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})
+
+
+# -- the pre-flight's dry runs ---------------------------------------------------------------------
+def dry_run(*answers: Any) -> Any:
+    from ansible_collections.nmo.maintenance.plugins.module_utils import preflight
+    from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import PodPlan
+
+    client = fake_client(*answers)
+    client.retry = retry.RetryPolicy(budget=0.05, first=0.001, cap=0.002)
+    plan = PodPlan(namespace="ns", name="p", uid="u1", action="evict", reason="")
+    return preflight.dry_run_eviction(client, plan), client
+
+
+def test_a_dry_run_refused_by_a_budget_is_a_refusal_asked_once() -> None:
+    answer, client = dry_run(FakeResponse(429, PDB_BODY))
+    assert (answer.answer, client.requests) == ("refused", 1)
+    assert answer.causes == ("The disruption budget db needs 2 healthy pods and has 2 currently",)
+
+
+def test_a_throttled_dry_run_is_asked_again_and_never_called_a_refusal() -> None:
+    answer, client = dry_run(FakeResponse(429, APF_BODY), FakeResponse(201, {}))
+    assert (answer.answer, client.requests) == ("allowed", 2)
+    answer, _client = dry_run(*[FakeResponse(429, APF_BODY) for _n in range(1000)])
+    assert answer.answer == "error" and "not a PodDisruptionBudget" in answer.message

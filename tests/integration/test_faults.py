@@ -24,7 +24,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiE
 from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
 
-from .maintenance_support import leases_naming, maintenance_of, node_clean, wait_clean
+from .maintenance_support import Run, leases_naming, maintenance_of, node_clean, slot_prefix, wait_clean, write_inventory
 
 pytestmark = pytest.mark.cluster
 
@@ -143,6 +143,36 @@ def test_a_drain_outlives_an_api_server_restart(restarts, cluster, world):
     assert errors and all(e["message"].startswith(PDB_REFUSAL) for e in errors), \
         f"a DrainError that is not the PDB's: {errors}"
     print(f"\nAPI server restart: {outage:.1f} s; drain {result['elapsed']} s, {result['api_requests']} requests")
+
+
+def test_the_role_outlives_an_api_server_restart_mid_drain(restarts, cluster, world, user, tmp_path):
+    """maintenance.yml, as the least-privilege user, on a worker whose VM waits behind its
+    PDB; the API server restarts during that drain (run lease, heartbeat, progress lines
+    and drain all lose it), then the PDB allows: the run finishes and leaves nothing."""
+    (node,) = world.add_nodes(workers=1)
+    world.vm("db", node=node)
+    # the pre-flight would rightly call a PDB that can never allow the eviction a blocker
+    inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn")
+    played = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
+    try:
+        wait_for(lambda: f"{node}: drainProgress 0%, 1 pending pod(s): virt-launcher-db" in played.output, 240,
+                 "a progress line of the drain waiting for the VM")
+        cluster.restart("kube-apiserver")
+        cluster.restart_controllers()
+        assert played.proc.poll() is None, "the run ended during the API server restart:\n" + played.output[-3000:]
+        cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
+                             "kubevirt-disruption-budget-db", {"spec": {"minAvailable": 0}}, "merge")
+        wait_for(lambda: played.proc.poll() is not None, 240, "the run to finish")
+    finally:
+        if played.proc.poll() is None:
+            played.kill()
+        rc = played.wait()
+        played.close()
+    assert rc == 0, played.output[-4000:]
+    wait_clean(cluster.client, [node])
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], slot_prefix(world)) == []
+    assert world.pods(node=node) == []
 
 
 # -- (b) the API server down when the maintenance ends ---------------------------------------------------

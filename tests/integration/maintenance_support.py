@@ -18,6 +18,7 @@ import yaml
 from helpers import ansible_env
 from topology import WORLD_LABEL, pod_ready, wait_for
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import maintenance
 from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -293,3 +294,15 @@ def wait_run_gone(client: Any, run_id: str, timeout: float = 30) -> None:
 
 def nm_name(node: str) -> str:
     return "maintenance-" + node.removeprefix("node-")
+
+
+def start_maintenance(cluster: Any, world: Any, node: str, reason: str = "test drain") -> Dict[str, Any]:
+    """What the role does before a drain: the NodeMaintenance, cordon, phase Running."""
+    nm, _changed = maintenance.ensure(cluster.client, node, reason=reason, name=f"maintenance-{node}")
+    world.cordon(node)
+    nm, _changed = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
+    return nm
+
+
+def nm_status(cluster: Any, name: str) -> Dict[str, Any]:
+    return (maintenance.get(cluster.client, name) or {}).get("status") or {}

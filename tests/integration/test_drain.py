@@ -19,6 +19,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.events import rece
 from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import EVICT, PodPlan
 from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
 
+from .maintenance_support import nm_status, start_maintenance
+
 pytestmark = pytest.mark.cluster
 
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -42,18 +44,6 @@ def own_client(cluster: Any) -> Client:
 
 def core_drain(cluster: Any, **params: Any) -> Dict[str, Any]:
     return drain(own_client(cluster), DrainOptions(**params))
-
-
-def start_maintenance(cluster: Any, world: Any, node: str) -> Dict[str, Any]:
-    """What the role does before a drain: the NodeMaintenance, cordon, phase Running."""
-    nm, _changed = maintenance.ensure(cluster.client, node, reason="test drain", name=f"maintenance-{node}")
-    world.cordon(node)
-    nm, _changed = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
-    return nm
-
-
-def nm_status(cluster: Any, name: str) -> Dict[str, Any]:
-    return (maintenance.get(cluster.client, name) or {}).get("status") or {}
 
 
 def events_of(cluster: Any, name: str) -> List[Dict[str, Any]]:

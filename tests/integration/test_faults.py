@@ -18,13 +18,23 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd
 from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError, Conflict
 from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
 
-from .maintenance_support import Run, leases_naming, maintenance_of, node_clean, slot_prefix, wait_clean, write_inventory
+from .maintenance_support import (
+    Run,
+    leases_naming,
+    maintenance_of,
+    nm_status,
+    node_clean,
+    slot_prefix,
+    start_maintenance,
+    wait_clean,
+    write_inventory,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -90,18 +100,6 @@ class FailureCountingClient(Client):
         except ApiError as exc:
             self.failures.append(exc.status)
             raise
-
-
-def start_maintenance(cluster: Any, world: Any, node: str) -> Dict[str, Any]:
-    """What the role does before a drain: the NodeMaintenance, cordon, phase Running."""
-    nm, _changed = maintenance.ensure(cluster.client, node, reason="fault test", name=f"maintenance-{node}")
-    world.cordon(node)
-    nm, _changed = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
-    return nm
-
-
-def nm_status(cluster: Any, name: str) -> Dict[str, Any]:
-    return (maintenance.get(cluster.client, name) or {}).get("status") or {}
 
 
 def drain_errors(cluster: Any, name: str) -> List[Dict[str, Any]]:

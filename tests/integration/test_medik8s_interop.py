@@ -174,6 +174,10 @@ def test_nmo_stopped_in_the_middle_then_back_the_run_finishes(medik8s, cluster, 
     try:
         wait_for(lambda: ((maintenance_of(cluster.client, w1) or {}).get("status") or {}).get("phase") == "Running",
                  120, "NMO to start draining worker-01")
+        # no status of ours came first: NMO set up its own (it does so only while the phase is empty)
+        status = maintenance_of(cluster.client, w1)["status"]
+        assert status.get("evictionPods") == 1 and status.get("totalpods", 0) >= 1, status
+        assert not status.get("errorOnLeaseCount"), status
         with medik8s.nmo_stopped():
             assert playbook.proc.poll() is None, "the run ended while NMO was away"
             cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
@@ -212,3 +216,54 @@ def test_nmo_webhook_answers_and_our_crd_is_not_replaced(medik8s, cluster, world
     assert not gone.get("failed"), gone.get("msg")
     assert maintenance_of(cluster.client, w1) is None, "the end did not wait for NMO's finalizer"
     wait_clean(cluster.client, [w1])
+
+
+def test_nmos_crd_installed_first_takes_our_objects(medik8s, cluster, world, user, tmp_path):
+    """NMO's own CRD (no CEL rule, no printer columns of ours) installed before us: the role
+    keeps it, and its objects work for both. Ours is put back afterwards for the other tests."""
+    from ansible_collections.nmo.maintenance.plugins.module_utils import crd
+
+    crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd.CRD_NAME}"
+    medik8s.install_crd()
+    try:
+        assert crd.ensure(cluster.client)["state"] == "foreign", "NMO's CRD is not left alone"
+        (w1,) = world.add_nodes(workers=1)
+        inventory = write_inventory(world, tmp_path)
+        result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1])
+        assert result.proc.returncode == 0, result.output[-4000:]
+        assert cluster.client.get(crd_path)["metadata"].get("labels", {}).get(crd.MANAGED_BY_LABEL) != crd.MANAGED_BY
+        wait_clean(cluster.client, [w1])
+        assert maintenance_of(cluster.client, w1) is None
+    finally:
+        cluster.client.delete(crd_path)  # no object is left: ours comes back on a clean slate
+        wait_for(lambda: cluster.client.get_or_none(crd_path) is None, 120, "NMO's CRD to go")
+        assert crd.ensure(cluster.client)["state"] == "created"
+
+
+def test_operator_mode_resumes_after_a_killed_run(medik8s, cluster, world, user, tmp_path):
+    """Killed while NMO drains (a PDB holds it): the heartbeat ends the run, NMO keeps the
+    node in maintenance, and the rerun adopts the NodeMaintenance and finishes with NMO."""
+    from .maintenance_support import run_of, wait_run_gone
+
+    (w1,) = world.add_nodes(workers=1)
+    world.vm("vm-db", node=w1)
+    inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn")
+    first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1])
+    try:
+        wait_for(lambda: ((maintenance_of(cluster.client, w1) or {}).get("status") or {}).get("phase") == "Running",
+                 120, "NMO to start draining worker-01")
+        wait_for(lambda: f"{w1}: drainProgress" in first.output, 60, "a progress line from NMO's status")
+        killed = run_of(cluster.client, w1)
+    finally:
+        first.kill()
+        first.close()
+    wait_run_gone(cluster.client, killed)
+    assert node_clean(cluster.client, w1) is not None, "NMO keeps the node in maintenance"
+    cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
+                         "kubevirt-disruption-budget-vm-db", {"spec": {"minAvailable": 0}}, "merge")
+    again = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1])
+    assert again.proc.returncode == 0, again.output[-4000:]
+    assert "ResumeMaintenance" in reasons_of(cluster.client, f"maintenance-{w1.removeprefix('node-')}")
+    wait_clean(cluster.client, [w1])
+    assert maintenance_of(cluster.client, w1) is None
+    assert leases_naming(cluster.client, [w1], slot_prefix(world)) == []

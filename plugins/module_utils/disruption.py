@@ -348,8 +348,8 @@ def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
             "slot": slot.name, "lease": leases.summary(lease.after), "expires": leases.format_time(due) if due else None,
             "holders": reporter.holders, "waited": round(time.monotonic() - started, 3),
             "etcd": outcome.verdict.as_dict() if outcome.verdict else None,
-            "diff": {"before": {"leases": {o.name: leases.summary(o.before) for _, o in held}},
-                     "after": {"leases": {o.name: leases.summary(o.after) for _, o in held}}},
+            "diff": {"before": {"leases": {o.name: leases.summary(o.before) for _role, o in held}},
+                     "after": {"leases": {o.name: leases.summary(o.after) for _role, o in held}}},
             "warnings": warnings}
 
 

@@ -132,7 +132,7 @@ def test_a_second_run_leaves_a_live_maintenance_to_its_run(cluster, world, user,
         first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w2],
                     extra_vars={"node_maintenance_hooks_work": [gated], **hook_vars(tmp_path, "a")})
         try:
-            wait_for(lambda: (tmp_path / f"a-{w2}.start").exists(), 180, "run A in its work hook")
+            wait_for((tmp_path / f"a-{w2}.start").exists, 180, "run A in its work hook")
             run_a = run_of(cluster.client, w2)
             assert run_a and run_lease_of(cluster, run_a), "run A holds the NodeMaintenance and its run lease"
 
@@ -189,7 +189,7 @@ def test_overlapping_groups_share_the_slots_and_never_adopt(cluster, world, user
     assert codes == [0, 0], "\n\n".join(o[-3000:] for o in outputs)
     assert nodes.most_at_once == 1, f"more than one node at once: {nodes.history}"
     intervals = hook_intervals(tmp_path)
-    assert {n for n, _, _ in intervals} == {w1, w2, w3, w4}, intervals
+    assert {interval[0] for interval in intervals} == {w1, w2, w3, w4}, intervals
     for node, start, end in intervals:
         assert nodes.in_maintenance_throughout(node, start, end), (node, start, end, nodes.stamped)
     for node in world.workers:
@@ -210,7 +210,7 @@ def test_a_long_hook_keeps_its_leases(cluster, world, user, tmp_path):
     playbook = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1],
                    extra_vars={"node_maintenance_hooks_work": [gated], **hook_vars(tmp_path, "a")})
     try:
-        wait_for(lambda: (tmp_path / f"a-{w1}.start").exists(), 180, "the run in its work hook")
+        wait_for((tmp_path / f"a-{w1}.start").exists, 180, "the run in its work hook")
         first = cluster.client.get(lease_path)["spec"]
         slot = f"{LEASES}/{slot_prefix(world)}-0"
         first_slot = cluster.client.get(slot)["spec"]
@@ -300,7 +300,7 @@ def test_sigkill_of_ansible_playbook_leaves_no_writer_and_a_rerun_finishes(clust
         marker = f"TASK [nmo.maintenance.node_maintenance : {KILL_POINTS[point]}" if point not in (
             "state read",) else f"TASK [{KILL_POINTS[point]}"
         if in_hook:
-            wait_for(lambda: (tmp_path / f"a-{w1}.start").exists(), 180, f"the run at its {point}")
+            wait_for((tmp_path / f"a-{w1}.start").exists, 180, f"the run at its {point}")
         else:
             wait_for(lambda: marker in first.output or first.proc.poll() is not None, 180, f"the run at {point}")
             assert first.proc.poll() is None, f"the run ended before {point}:\n{first.output[-3000:]}"

@@ -35,6 +35,30 @@ class Cluster:
         return subprocess.run([f"{self.bin}/kubectl", "--kubeconfig", self.kubeconfig, *args],
                               capture_output=True, text=True, check=check, input=input, timeout=120)
 
+    # One component stopped, started or restarted with its data (hack/cluster stop|start|restart):
+    # what a test of an API server restart needs. start and restart return once it is ready.
+    def stop(self, component: str) -> None:
+        self._component("stop", component)
+
+    def start(self, component: str) -> None:
+        self._component("start", component)
+
+    def restart(self, component: str) -> None:
+        self._component("restart", component)
+
+    def restart_controllers(self) -> None:
+        """Restart what talks to the API server (controller manager, scheduler, kwok) after it
+        was down, as a real control plane's controllers do when they lose their leader lease.
+        Left alone, ours come back only after their client's backoff, up to a minute, and the
+        next test waits for a node's not-ready taint or a PDB's status in the meantime."""
+        for component in ("kube-controller-manager", "kube-scheduler", "kwok"):
+            self.restart(component)
+
+    def _component(self, action: str, component: str) -> None:
+        done = subprocess.run([str(ROOT / "hack" / "cluster"), action, component], capture_output=True, text=True,
+                              check=False, timeout=120, env={**os.environ, "NMO_CLUSTER_DIR": self.dir})
+        assert done.returncode == 0, f"hack/cluster {action} {component} failed: {done.stderr[-2000:]}"
+
 
 def _cluster_env() -> dict:
     out = subprocess.run([str(ROOT / "hack" / "cluster"), "env"], capture_output=True, text=True, check=True).stdout

@@ -16,12 +16,14 @@ import os
 import ssl
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
+from . import retry
 from .errors import ApiError, ConnectionConfigError, api_error
 
 # The options every module takes, with the environment variables kubernetes.core reads.
@@ -151,6 +153,9 @@ class Client:
         self.requests = 0
         self.warnings: List[str] = list(getattr(configuration, "warnings", None) or [])
         self._lock = threading.Lock()
+        self.retry = retry.RetryPolicy()
+        self.outages = retry.Outages()  # when the server was last unreachable (see retry.transient)
+        self._deadline: Optional[float] = None  # monotonic; set by time_budget
         # (the API server's Date, our monotonic clock when it arrived): lease times are the
         # cluster's, never this controller's, which may be seconds off
         self._server_clock: Optional[Tuple[datetime, float]] = None
@@ -226,8 +231,29 @@ class Client:
 
     def request(self, method: str, path: str, query: Optional[Dict[str, Any]] = None,
                 body: Any = None, content_type: Optional[str] = None,
-                timeout: float = 30.0) -> Dict[str, Any]:
-        """One request; returns the decoded JSON body, raises ApiError on a non-2xx status."""
+                timeout: float = 30.0, budget: Optional[float] = None) -> Dict[str, Any]:
+        """One request, asked again while it fails transiently (see retry.py) for at most
+        ``budget`` seconds (default ``self.retry.budget``) and never past ``time_budget``;
+        returns the decoded JSON body, raises ApiError on a final non-2xx status."""
+        policy = self.retry if budget is None else replace(self.retry, budget=budget)
+        return retry.call(lambda: self._send(method, path, query, body, content_type, timeout),
+                          policy, self._deadline, outages=self.outages)
+
+    @contextmanager
+    def time_budget(self, seconds: float) -> Iterator[None]:
+        """Inside, no request retries past ``seconds`` from now: a task's own timeout
+        bounds the retries of every request it makes, in every thread."""
+        previous = self._deadline
+        end = time.monotonic() + seconds
+        self._deadline = end if previous is None else min(previous, end)
+        try:
+            yield
+        finally:
+            self._deadline = previous
+
+    def _send(self, method: str, path: str, query: Optional[Dict[str, Any]], body: Any,
+              content_type: Optional[str], timeout: float) -> Dict[str, Any]:
+        """One attempt of a request."""
         import urllib3
 
         data = None
@@ -248,8 +274,10 @@ class Client:
         except ValueError:
             decoded = {"message": payload.decode(errors="replace")[:500]}
         if resp.status >= 300:
-            raise api_error(resp.status, decoded.get("reason") or resp.reason or "",
-                            decoded.get("message", ""), method, path, decoded)
+            error = api_error(resp.status, decoded.get("reason") or resp.reason or "",
+                              decoded.get("message", ""), method, path, decoded)
+            error.retry_after = retry_after(resp.headers.get("Retry-After"))
+            raise error
         return decoded
 
     def get(self, path: str, query: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
@@ -299,8 +327,18 @@ class Client:
                 decoded = json.loads(payload)
             except ValueError:
                 decoded = {}
-            raise api_error(resp.status, decoded.get("reason", ""), decoded.get("message", ""), "GET", path, decoded)
+            error = api_error(resp.status, decoded.get("reason", ""), decoded.get("message", ""), "GET", path, decoded)
+            error.retry_after = retry_after(resp.headers.get("Retry-After"))
+            raise error
         return resp
+
+
+def retry_after(value: Optional[str]) -> Optional[float]:
+    """Retry-After in seconds (the API server sends whole seconds; an HTTP date is ignored)."""
+    try:
+        return max(float(value), 0.0) if value else None
+    except ValueError:
+        return None
 
 
 def iter_lines(resp: Any) -> Iterator[bytes]:

@@ -315,6 +315,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
     slot, lease = outcome.slot, outcome.lease
     due = leases.expiry(lease.after)
     warnings = [outcome.verdict.warning] if outcome.verdict and outcome.verdict.warning else []
+    warnings += reporter.recorder.warnings
     return {**result,
             "changed": slot.changed or lease.changed or ns_created,
             "acquired": [_entry("slot", slot), _entry("node", lease)],
@@ -355,7 +356,9 @@ def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
         involved = nm or client.get_or_none(node_path(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)
-            EventRecorder(client, check_mode).record(involved, LEASE_RELEASED, f"{REASONS[LEASE_RELEASED][1]}: {names}")
+            recorder = EventRecorder(client, check_mode)
+            recorder.record(involved, LEASE_RELEASED, f"{REASONS[LEASE_RELEASED][1]}: {names}")
+            warnings += recorder.warnings
     return {"node": req.node, "state": "released", "changed": bool(released), "released": released,
             "not_released": kept, "holders": kept, "diff": {"before": {"leases": before}, "after": {"leases": after}},
             "warnings": warnings}

@@ -44,6 +44,7 @@ TICK = 0.2  # seconds between looks at retries and status while no pod event arr
 STATUS_INTERVAL = 1.0  # at most one status write a second
 EVENT_MESSAGE_LIMIT = 1000
 MAX_PARALLELISM = 500
+FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
 
 
 class DrainFailed(NmoError):
@@ -354,7 +355,10 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         return result
 
     run = DrainRun(client, opts, nm, listing, plans, warnings)
-    finished, error = run.run()
+    # A request retried while the API server restarts or throttles (client.py) never
+    # outlasts the drain's own timeout, plus a little to write the final status.
+    with client.time_budget(opts.timeout + FINISH_BUDGET):
+        finished, error = run.run()
     result.update(outcome_lists(run.tracker, opts))
     result.update(
         changed=run.status.writes > 0 or any(p.attempts for p in run.tracker.done + list(run.tracker.pending.values())),
@@ -364,7 +368,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         api_requests=client.requests - first_request,
         status_writes=run.status.writes,
         status=maintenance.summary(run.status.nm),
-        warnings=warnings,
+        warnings=warnings + run.events.warnings,
     )
     if not finished:
         raise DrainFailed(error, **result)

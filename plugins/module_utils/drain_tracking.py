@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .errors import ApiError
+from .errors import ApiError, DisruptionBudgetRefusal
 from .maintenance import drain_progress
 from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
 
 # Outcomes of one eviction or deletion request.
 ACCEPTED = "accepted"  # the pod is deleting; the watch tells when it is gone
-REFUSED = "refused"  # 429: a PodDisruptionBudget (or the server) says not now
-RETRY = "retry"  # a transient failure (5xx, conflict, connection)
+REFUSED = "refused"  # 429 from a PodDisruptionBudget: not now
+RETRY = "retry"  # a transient failure (throttling, 5xx, conflict, connection) outlasting the client's retries
 FATAL = "fatal"  # retrying cannot help: the drain fails
 
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
@@ -36,8 +36,10 @@ def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
     text = server_text(error)
     if error.status == 404:
         return Outcome(ACCEPTED, "already gone")
-    if error.status == 429:
+    if isinstance(error, DisruptionBudgetRefusal):
         return Outcome(REFUSED, text)
+    if error.status == 429:  # the client retried it for its whole budget: ask again later, blame nobody
+        return Outcome(RETRY, f"the API server is throttling requests (not a PodDisruptionBudget): {text}")
     if error.status == 500 and MULTIPLE_PDBS in text:
         return Outcome(FATAL, f"pod {key} cannot be evicted: {text} Make at most one PodDisruptionBudget "
                               "select it, or drain with disable_eviction=true")

@@ -42,6 +42,8 @@ class ApiError(NmoError):
         self.reason = reason
         self.server_message = message
         self.body = body or {}
+        self.retry_after: Optional[float] = None  # the server's Retry-After header, seconds
+        self.attempts = 1  # how many times the request was sent (retry.call sets it)
 
 
 class NotFound(ApiError):
@@ -53,7 +55,12 @@ class Conflict(ApiError):
 
 
 class TooManyRequests(ApiError):
-    """429 from the API server, for evictions: a PodDisruptionBudget says no."""
+    """429 from the API server: throttling (API Priority and Fairness, max in-flight), or
+    storage still initialising after a start. Transient: asked again after a while."""
+
+
+class DisruptionBudgetRefusal(TooManyRequests):
+    """429 to an eviction because a PodDisruptionBudget says no: the pod stays, for now."""
 
 
 class UnprocessableEntity(ApiError):
@@ -80,8 +87,24 @@ class WaitTimeout(NmoError):
     """A wait ran out of time; the message names what was still awaited."""
 
 
+PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget"
+
+
+def refused_by_budget(status: int, message: str, body: Optional[dict]) -> bool:
+    """Whether an answer is a PodDisruptionBudget refusing an eviction, told from the API
+    server's own throttling (also a 429): the eviction API names the budget in a cause of
+    reason ``DisruptionBudget``; servers that give no causes say it in the message."""
+    if status != 429:
+        return False
+    causes = ((body or {}).get("details") or {}).get("causes") or []
+    return (any(isinstance(c, dict) and c.get("reason") == "DisruptionBudget" for c in causes)
+            or PDB_REFUSAL in (message or ""))
+
+
 def api_error(status: int, reason: str, message: str, method: str = "", path: str = "",
               body: Optional[dict] = None) -> ApiError:
-    """The ApiError subclass that matches an HTTP status."""
+    """The ApiError subclass that matches an HTTP status (and, for a 429, who refused)."""
+    if refused_by_budget(status, message, body):
+        return DisruptionBudgetRefusal(status, reason, message, method, path, body)
     cls = {404: NotFound, 409: Conflict, 422: UnprocessableEntity, 429: TooManyRequests}.get(status, ApiError)
     return cls(status, reason, message, method, path, body)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timezone
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .client import Client
-from .errors import ApiError, Conflict, NotFound
+from .errors import Conflict, NmoError, NotFound
 
 COMPONENT = "nmo-maintenance"
 EVENT_NAMESPACE = "default"
@@ -84,6 +84,7 @@ class EventRecorder:
         self.check_mode = check_mode
         self._counts: Dict[str, int] = {}
         self.recorded: list = []
+        self.warnings: List[str] = []  # events the API server did not take
 
     @staticmethod
     def event_name(ref: Dict[str, Any], etype: str, reason: str, message: str) -> str:
@@ -92,12 +93,24 @@ class EventRecorder:
 
     def record(self, obj: Dict[str, Any], reason: str, message: Optional[str] = None,
                etype: Optional[str] = None) -> Optional[Dict[str, Any]]:
+        """Record an event; never raises. An event is the story of a maintenance, not a step
+        of it: when the API server refuses it (after the client's retries), the maintenance
+        goes on and ``warnings`` says which event is missing."""
+        try:
+            return self._record(obj, reason, message, etype)
+        except NmoError as exc:
+            self.warnings.append(f"event {reason} not recorded: {exc.message}")
+            return None
+
+    def _record(self, obj: Dict[str, Any], reason: str, message: Optional[str],
+                etype: Optional[str], again: bool = False) -> Optional[Dict[str, Any]]:
         default_type, default_message = REASONS.get(reason, ("Normal", reason))
         etype = etype or default_type
         message = message or default_message
         ref = reference(obj)
         ref.pop("resourceVersion", None)
-        self.recorded.append({"reason": reason, "type": etype, "message": message})
+        if not again:
+            self.recorded.append({"reason": reason, "type": etype, "message": message})
         if self.check_mode:
             return None
         namespace = ref.get("namespace") or EVENT_NAMESPACE
@@ -118,7 +131,10 @@ class EventRecorder:
                 created = self.client.post(base, body)
                 self._counts[name] = 1
                 return created
-            except Conflict:
+            except Conflict as exc:
+                if exc.attempts > 1:  # our first create was applied, its answer lost: it is ours
+                    self._counts[name] = 1
+                    return None
                 try:
                     count = int(self.client.get(f"{base}/{name}").get("count") or 1)
                 except NotFound:
@@ -127,11 +143,9 @@ class EventRecorder:
             patched = self.client.patch(f"{base}/{name}", {"count": count + 1, "lastTimestamp": stamp})
             self._counts[name] = count + 1
             return patched
-        except NotFound:  # expired or deleted meanwhile: start over
+        except NotFound:  # expired or deleted meanwhile: start over, once
             self._counts.pop(name, None)
-            return self.record(obj, reason, message, etype)
-        except ApiError:
-            return None
+            return None if again else self._record(obj, reason, message, etype, again=True)
 
 
 def recent_events(client: Client, name: str, kind: Optional[str] = None, limit: int = 20,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Dict, Optional
 
@@ -108,6 +109,9 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         from . import client as client_module
         client_module._clients.clear()  # never share the parent's connections  # pylint: disable=protected-access
         client = connect(options, pool_size=2)
+        # A request may retry for a beat, not a minute (client.py): the loop must keep
+        # looking at the controller process while the API server is away.
+        client.retry = replace(client.retry, budget=run.RENEW_EVERY)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)
     except BaseException:  # pylint: disable=broad-except

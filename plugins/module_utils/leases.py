@@ -340,8 +340,8 @@ def delete(client: Client, lease: Lease) -> bool:
     try:
         client.delete(leases_path(meta["namespace"], meta["name"]), options)
         return True
-    except NotFound:
-        return False
+    except NotFound as exc:
+        return exc.attempts > 1  # a retried delete finds gone what its first attempt deleted
 
 
 @dataclass

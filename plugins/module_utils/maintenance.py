@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .client import Client, path_segment
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
-from .errors import InputError, NotFound, RefusedError
+from .errors import Conflict, InputError, NotFound, RefusedError
 from .events import now_rfc3339
 from .leases import RUN_ANNOTATION
 from .taints import read_node
@@ -87,7 +87,15 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     if check_mode:
         body["status"] = {"phase": "Pending"}
         return body, True
-    created = client.post(API, body)
+    try:
+        created = client.post(API, body)
+    except Conflict as exc:
+        # AlreadyExists after a retry (exc.attempts > 1): our first create was applied and
+        # its answer lost. On a first attempt it is someone else's, and stays a conflict.
+        raced = get(client, name) if exc.attempts > 1 else None
+        if raced is None or raced.get("spec", {}).get("nodeName") != node:
+            raise
+        created = raced
     created.setdefault("apiVersion", API_VERSION)
     created.setdefault("kind", KIND)
     created = update_status(client, created, {"phase": "Pending"})[0]
@@ -153,8 +161,8 @@ def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False) -> bool
     try:
         client.delete(path(nm["metadata"]["name"]))
         return True
-    except NotFound:
-        return False
+    except NotFound as exc:
+        return exc.attempts > 1  # a retried delete finds gone what its first attempt deleted
 
 
 def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -22,16 +22,13 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import budgets, validation
 from .client import Client
 from .drain import pod_path
-from .drain_tracking import MULTIPLE_PDBS
-from .errors import ApiError, InputError, NotFound, TooManyRequests
+from .errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
 from .placement import NodeRoom, Placement, node_room, place, show_requests, unjudged
 from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 
 GO, WARN, NO_GO = "go", "warn", "no-go"
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
 PAGE = 500
-ATTEMPTS = 3
-RETRY_DELAY = 0.5
 _NAMED_BUDGET = re.compile(r"disruption budget (\S+) needs")
 
 Obj = Dict[str, Any]
@@ -120,32 +117,24 @@ class DryRun:
     causes: Tuple[str, ...] = ()  # the server's causes (names the budget when it refuses)
 
 
-def _refused_by_budget(exc: TooManyRequests) -> bool:
-    """A budget's 429 says so; the API server's own throttling answers 429 too."""
-    causes = (exc.body.get("details") or {}).get("causes") or []
-    return any(c.get("reason") == "DisruptionBudget" for c in causes) or "disruption budget" in exc.server_message
-
-
-def dry_run_eviction(client: Client, plan: PodPlan, attempts: int = ATTEMPTS) -> DryRun:
+def dry_run_eviction(client: Client, plan: PodPlan) -> DryRun:
+    """One dry-run eviction; the client retries what is transient (throttling included)."""
     body = {"apiVersion": "policy/v1", "kind": "Eviction",
             "metadata": {"name": plan.name, "namespace": plan.namespace},
             "deleteOptions": {"dryRun": ["All"], "preconditions": {"uid": plan.uid}}}
-    for attempt in range(1, attempts + 1):
-        try:
-            client.post(pod_path(plan) + "/eviction", body, {"dryRun": "All"})
-            return DryRun(ALLOWED, 201)
-        except TooManyRequests as exc:
-            if _refused_by_budget(exc) or attempt == attempts:
-                causes = tuple(c.get("message", "") for c in (exc.body.get("details") or {}).get("causes") or [])
-                return DryRun(REFUSED if _refused_by_budget(exc) else FAILED, 429, exc.server_message, causes)
-        except NotFound as exc:
-            return DryRun(GONE, 404, exc.server_message)
-        except ApiError as exc:
-            transient = exc.status in (0, 409) or (exc.status >= 500 and MULTIPLE_PDBS not in exc.server_message)
-            if not transient or attempt == attempts:
-                return DryRun(FAILED, exc.status, exc.server_message or exc.message)
-        time.sleep(RETRY_DELAY * attempt)  # throttled or a passing server error: ask again, a little later
-    return DryRun(FAILED, 0, "no answer")  # attempts < 1
+    try:
+        client.post(pod_path(plan) + "/eviction", body, {"dryRun": "All"})
+        return DryRun(ALLOWED, 201)
+    except DisruptionBudgetRefusal as exc:
+        causes = tuple(c.get("message", "") for c in (exc.body.get("details") or {}).get("causes") or [])
+        return DryRun(REFUSED, 429, exc.server_message, causes)
+    except NotFound as exc:
+        return DryRun(GONE, 404, exc.server_message)
+    except TooManyRequests as exc:  # throttled for the client's whole retry budget
+        return DryRun(FAILED, 429, "the API server kept throttling the dry run, so it was not judged "
+                                   f"(not a PodDisruptionBudget): {exc.server_message}; run the pre-flight again")
+    except ApiError as exc:
+        return DryRun(FAILED, exc.status, exc.server_message or exc.message)
 
 
 def dry_run_all(client: Client, plans: List[PodPlan], parallelism: int) -> Dict[str, DryRun]:

@@ -16,11 +16,13 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 from .client import Client, iter_lines
-from .errors import ApiError, WaitTimeout
+from .errors import ApiError, WaitTimeout, api_error
+from .retry import RetryPolicy, transient
 
 T = TypeVar("T")
 Event = Tuple[str, Dict[str, Any]]
 WAKE = "WAKE"
+REOPEN = RetryPolicy()  # the backoff between failed (re)opens of a watch
 
 
 def object_key(obj: Dict[str, Any]) -> str:
@@ -89,33 +91,55 @@ class Watcher:
 
     # -- the reader thread ------------------------------------------------------------------
     def _run(self) -> None:
-        rv = self.resource_version
+        """Read the watch; reopen it from the last resourceVersion when it ends or breaks.
+
+        A transient failure (the API server restarting or throttling, a dropped connection,
+        a stream that ends as soon as it opens) reopens after the client's backoff, which
+        grows with each failure in a row, so a long outage costs a request every few
+        seconds, not a storm. ``410 Gone`` (our resourceVersion was compacted) lists again.
+        Anything else (403, say) is final and reaches the caller's next ``drain_events``.
+        """
+        rv: Optional[str] = self.resource_version
+        failures = 0
         while not self._stop.is_set():
-            query = dict(self.query, watch="true", resourceVersion=rv, allowWatchBookmarks="true",
-                         timeoutSeconds=240)
+            opened, seen = time.monotonic(), 0
             try:
+                if rv is None:
+                    listing = self.list()
+                    rv = listing["metadata"]["resourceVersion"]
+                    self._put(("RESYNC", listing))
+                query = dict(self.query, watch="true", resourceVersion=rv, allowWatchBookmarks="true",
+                             timeoutSeconds=240)
                 self._resp = self.client.stream(self.path, query, read_timeout=300)
                 for line in iter_lines(self._resp):
                     event = json.loads(line)
                     etype, obj = event.get("type"), event.get("object", {})
                     if etype == "ERROR":
-                        if obj.get("code") == 410:  # our resourceVersion is too old: list again
-                            listing = self.list()
-                            rv = listing["metadata"]["resourceVersion"]
-                            self._put(("RESYNC", listing))
-                            break
-                        raise ApiError(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""),
-                                       "WATCH", self.path)
+                        raise api_error(obj.get("code", 500), obj.get("reason", ""), obj.get("message", ""),
+                                        "WATCH", self.path, obj)
                     rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    seen += 1
+                    failures = 0
                     if etype != "BOOKMARK":
                         self._put((etype, obj))
-            except Exception as exc:  # the stream ended or broke: reopen unless we are closing
+                # The server ended the stream (timeoutSeconds): reopen at once, unless it
+                # ended as soon as it opened, which is a server going away.
+                quick = not seen and time.monotonic() - opened < 1.0
+                failures = failures + 1 if quick else 0
+            except Exception as exc:  # the stream broke, or the server refused to open it
                 if self._stop.is_set():
                     return
-                if isinstance(exc, ApiError) and exc.status not in (0, 410, 500, 503, 504):
+                if isinstance(exc, ApiError) and exc.status == 410:
+                    rv = None  # too old to resume from: list again, at once
+                    continue
+                outages = getattr(self.client, "outages", None)  # the client's, shared with its requests
+                if outages is not None:
+                    outages.note(exc, time.monotonic())
+                starting = outages is not None and outages.recent(time.monotonic())
+                if isinstance(exc, ApiError) and not transient(exc, starting):
                     self._put(("FAILED", {"error": exc}))
                     return
-                time.sleep(0.2)
+                failures += 1
             finally:
                 resp, self._resp = self._resp, None
                 if resp is not None:
@@ -123,6 +147,8 @@ class Watcher:
                         resp.release_conn()
                     except Exception:
                         pass
+            if failures:
+                self._stop.wait(REOPEN.delay(failures))
 
     def _put(self, event: Event) -> None:
         self._events.put(event)

@@ -250,6 +250,8 @@ def core(client, params, check_mode):
             result["changed"] = result["crd"]["changed"]
         _maintenance(client, params, check_mode, result, recorder)
     result["events"] = recorder.recorded
+    if recorder.warnings:
+        result["warnings"] = result.get("warnings", []) + recorder.warnings
     return result
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from topology import wait_for
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import (
+    ApiError,
     Conflict,
     NotFound,
     TooManyRequests,
@@ -151,3 +153,31 @@ def test_immediate_pod_goes_at_once(cluster, world):
     cluster.client.delete(path)
     wait_for(lambda: cluster.client.get_or_none(path) is None, 15, "pod gone")
     assert time.monotonic() - started < 25, "an immediate pod waited for its 30 s grace period"
+
+
+def test_a_world_survives_restarts_of_the_api_server_and_etcd(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    world.deployment("web", 2)
+    before = sorted(p["metadata"]["uid"] for p in world.pods(namespace=world.namespace))
+    one_shot = Client(cluster.client.configuration)  # its own pool: no connection of another test
+
+    try:
+        cluster.stop("kube-apiserver")
+        cluster.stop("kube-apiserver")  # idempotent
+        with pytest.raises(ApiError) as down:
+            one_shot.request("GET", "/version", budget=0)
+        assert down.value.status == 0, down.value.message
+        cluster.start("kube-apiserver")  # returns when ready
+        cluster.start("kube-apiserver")  # idempotent: only waits
+        assert one_shot.request("GET", "/version", budget=0)["gitVersion"]
+
+        cluster.restart("etcd")
+        cluster.restart("kube-apiserver")
+    finally:
+        cluster.start("etcd")
+        cluster.start("kube-apiserver")
+        cluster.restart_controllers()
+    # The data is kept: same node, same pods, and the shared client carries on.
+    assert world.node(node)["metadata"]["name"] == node
+    assert sorted(p["metadata"]["uid"] for p in world.pods(namespace=world.namespace)) == before
+    assert cluster.kubectl("get", "deployment", "web", "-n", world.namespace, "--no-headers").stdout.startswith("web")

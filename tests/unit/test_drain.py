@@ -163,7 +163,7 @@ class TestOutcome:
         assert dt.outcome_of(None, "ns/p").kind == dt.ACCEPTED
         assert dt.outcome_of(api_error(404, "NotFound", "pods \"p\" not found"), "ns/p").kind == dt.ACCEPTED
 
-    def test_429_is_a_refusal_carrying_the_server_message_and_the_budget(self) -> None:
+    def test_a_budgets_429_is_a_refusal_carrying_the_server_message_and_the_budget(self) -> None:
         outcome = dt.outcome_of(api_error(429, "TooManyRequests", PDB_MESSAGE, body=PDB_BODY), "ns/p")
         assert outcome.kind == dt.REFUSED
         assert outcome.message.startswith(PDB_MESSAGE)

@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import budgets
 from ansible_collections.nmo.maintenance.plugins.module_utils import preflight as pf
-from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, api_error
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import DisruptionBudgetRefusal, InputError, api_error
 from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import SelectionOptions, classify
 
 REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
@@ -176,4 +176,4 @@ def test_a_budgets_429_is_told_from_the_api_servers_throttling() -> None:
     budget = api_error(429, "TooManyRequests", REFUSAL, body={"details": {"causes": [
         {"reason": "DisruptionBudget", "message": "The disruption budget b needs 1 healthy pods and has 1 currently"}]}})
     throttled = api_error(429, "TooManyRequests", "Too many requests, please try again later.")
-    assert pf._refused_by_budget(budget) and not pf._refused_by_budget(throttled)
+    assert isinstance(budget, DisruptionBudgetRefusal) and not isinstance(throttled, DisruptionBudgetRefusal)

@@ -1,0 +1,325 @@
+"""Transient API failures on the local control plane (issue 13, point 5): the API server
+restarted under a drain and under the end of a maintenance, and API Priority and Fairness
+throttling the collection's own user hard. The runs finish, and nothing blames a
+PodDisruptionBudget for what the API server did."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import pytest
+from helpers import run_module
+from topology import WORLD_LABEL, wait_for
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import crd, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError, Conflict
+from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
+from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
+
+from .maintenance_support import Run, leases_naming, maintenance_of, node_clean, slot_prefix, wait_clean, write_inventory
+
+pytestmark = pytest.mark.cluster
+
+PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
+FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nm_crd(cluster: Any) -> None:
+    for _attempt in range(3):
+        try:
+            crd.ensure(cluster.client)
+            return
+        except Conflict:  # another test created it meanwhile
+            continue
+
+
+@pytest.fixture
+def restarts(cluster: Any) -> Iterator[Any]:
+    """For a test that stops or restarts the API server: it is running again afterwards,
+    whatever the test did, and the controllers are fresh for the next test."""
+    try:
+        yield cluster
+    finally:
+        cluster.start("kube-apiserver")
+        cluster.restart_controllers()
+
+
+class Background:
+    """Runs ``fn`` in a thread; keeps its result or error."""
+
+    def __init__(self, fn: Callable[[], Dict[str, Any]]) -> None:
+        self.result: Optional[Dict[str, Any]] = None
+        self.error: Optional[BaseException] = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], Dict[str, Any]]) -> None:
+        try:
+            self.result = fn()
+        except BaseException as exc:  # handed to the test thread
+            self.error = exc
+
+    def join(self, timeout: float) -> Dict[str, Any]:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), f"still running after {timeout} s"
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+class FailureCountingClient(Client):
+    """The real client, counting the attempts that got no answer or a transient one."""
+
+    def __init__(self, configuration: Any) -> None:
+        super().__init__(configuration)
+        self.failures: List[int] = []
+
+    def _send(self, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        try:
+            return super()._send(*args, **kwargs)
+        except ApiError as exc:
+            self.failures.append(exc.status)
+            raise
+
+
+def start_maintenance(cluster: Any, world: Any, node: str) -> Dict[str, Any]:
+    """What the role does before a drain: the NodeMaintenance, cordon, phase Running."""
+    nm, _changed = maintenance.ensure(cluster.client, node, reason="fault test", name=f"maintenance-{node}")
+    world.cordon(node)
+    nm, _changed = maintenance.update_status(cluster.client, nm, {"phase": "Running"})
+    return nm
+
+
+def nm_status(cluster: Any, name: str) -> Dict[str, Any]:
+    return (maintenance.get(cluster.client, name) or {}).get("status") or {}
+
+
+def drain_errors(cluster: Any, name: str) -> List[Dict[str, Any]]:
+    return [e for e in recent_events(cluster.client, name, kind="NodeMaintenance", limit=100)
+            if e["reason"] == "DrainError"]
+
+
+# -- (a) the API server restarted in the middle of a drain ---------------------------------------------
+def test_a_drain_outlives_an_api_server_restart(restarts, cluster, world):
+    a, _b = world.add_nodes(workers=2)
+    with world.only_schedulable(a):
+        world.deployment("web", 4)
+    world.vm("db", node=a)  # refused by its PodDisruptionBudget: the drain is still running at the restart
+    vm_pod = "virt-launcher-db"
+    nm = start_maintenance(cluster, world, a)
+    name = nm["metadata"]["name"]
+
+    running = Background(lambda: run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 180,
+                                                          "retry_delay": 1}, cluster.kubeconfig))
+    wait_for(lambda: nm_status(cluster, name).get("pendingPods") == [vm_pod] and drain_errors(cluster, name),
+             90, "the web pods gone and the VM pod pending behind its PDB")
+
+    restarted = time.monotonic()
+    cluster.restart("kube-apiserver")  # returns when the new API server is ready
+    outage = time.monotonic() - restarted
+    assert running.thread.is_alive(), "the drain ended during the API server restart"
+    cluster.restart_controllers()  # the disruption controller then updates the PDB's status at once
+    cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
+                         "kubevirt-disruption-budget-db", {"spec": {"minAvailable": 0}}, "merge")
+
+    result = running.join(150)
+    assert not result.get("failed"), result.get("msg")
+    assert vm_pod in [p["name"] for p in result["evicted"]] and result["pending"] == []
+    assert world.pods(node=a) == []
+    status = nm_status(cluster, name)
+    assert (status["phase"], status["drainProgress"], status["pendingPods"], status["lastError"]) == (
+        "Succeeded", 100, [], ""), status
+    errors = drain_errors(cluster, name)
+    assert errors and all(e["message"].startswith(PDB_REFUSAL) for e in errors), \
+        f"a DrainError that is not the PDB's: {errors}"
+    print(f"\nAPI server restart: {outage:.1f} s; drain {result['elapsed']} s, {result['api_requests']} requests")
+
+
+def test_the_role_outlives_an_api_server_restart_mid_drain(restarts, cluster, world, user, tmp_path):
+    """maintenance.yml, as the least-privilege user, on a worker whose VM waits behind its
+    PDB; the API server restarts during that drain (run lease, heartbeat, progress lines
+    and drain all lose it), then the PDB allows: the run finishes and leaves nothing."""
+    (node,) = world.add_nodes(workers=1)
+    world.vm("db", node=node)
+    # the pre-flight would rightly call a PDB that can never allow the eviction a blocker
+    inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn")
+    played = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
+    try:
+        wait_for(lambda: f"{node}: drainProgress 0%, 1 pending pod(s): virt-launcher-db" in played.output, 240,
+                 "a progress line of the drain waiting for the VM")
+        cluster.restart("kube-apiserver")
+        cluster.restart_controllers()
+        assert played.proc.poll() is None, "the run ended during the API server restart:\n" + played.output[-3000:]
+        cluster.client.patch(f"/apis/policy/v1/namespaces/{world.namespace}/poddisruptionbudgets/"
+                             "kubevirt-disruption-budget-db", {"spec": {"minAvailable": 0}}, "merge")
+        wait_for(lambda: played.proc.poll() is not None, 240, "the run to finish")
+    finally:
+        if played.proc.poll() is None:
+            played.kill()
+        rc = played.wait()
+        played.close()
+    assert rc == 0, played.output[-4000:]
+    wait_clean(cluster.client, [node])
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], slot_prefix(world)) == []
+    assert world.pods(node=node) == []
+
+
+# -- (b) the API server down when the maintenance ends ---------------------------------------------------
+def params(world: Any, node: str, state: str) -> Dict[str, Any]:
+    """nmo_maintenance's parameters with its defaults, as Ansible would hand them over."""
+    given = {k: spec.get("default") for k, spec in nmo_maintenance.ARGUMENT_SPEC.items()}
+    given.update(node=node, state=state, slot_prefix=f"t{world.id}-slot",
+                 etcd_pod_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
+    return given
+
+
+def test_end_outlives_an_api_server_that_is_down_when_it_starts(restarts, cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    begun = nmo_maintenance.core(cluster.client, params(world, node, "present"), False)
+    assert node_clean(cluster.client, node) is not None and begun["reached"] == ["maintenance", "lease", "taints",
+                                                                                 "cordon"]
+    prefix = f"t{world.id}-slot"
+    assert len(leases_naming(cluster.client, [node], prefix)) == 2
+
+    client = FailureCountingClient(cluster.client.configuration)
+    cluster.stop("kube-apiserver")
+    try:
+        ending = Background(lambda: nmo_maintenance.core(client, params(world, node, "absent"), False))
+        # The End is under way and meets the stopped server (connection refused, retried).
+        wait_for(lambda: len(client.failures) >= 3, 30, "the End asking the stopped API server")
+    finally:
+        cluster.start("kube-apiserver")
+    ended = ending.join(90)
+
+    assert 0 in client.failures
+    assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"], ended
+    assert ended["warnings"] == [], ended["warnings"]
+    wait_clean(cluster.client, [node])
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], prefix) == []
+
+
+def audited(cluster: Any, user: str, since: float, code: Optional[int] = None) -> int:
+    """Requests of ``user`` the API server answered (``code`` only, when given) since ``since``
+    (epoch seconds), per its audit log: one line a request."""
+    count = 0
+    with open(Path(cluster.dir) / "audit.log", encoding="utf-8") as log:
+        for line in log:
+            if user not in line:
+                continue
+            event = json.loads(line)
+            stamp = event.get("requestReceivedTimestamp") or "1970-01-01T00:00:00Z"
+            received = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+            if (event.get("user", {}).get("username") == user and received >= since
+                    and (code is None or event.get("responseStatus", {}).get("code") == code)):
+                count += 1
+    return count
+
+
+def test_end_through_ansible_outlives_an_api_server_restart(restarts, cluster, world, user):
+    (node,) = world.add_nodes(workers=1)
+    args = {k: v for k, v in params(world, node, "present").items() if k in ("node", "slot_prefix", "etcd_pod_selector")}
+    begun = run_module("nmo_maintenance", args, user.kubeconfig)
+    assert not begun.get("failed") and node_clean(cluster.client, node) is not None, begun.get("msg")
+    since = time.time()
+
+    ending = Background(lambda: run_module("nmo_maintenance", {**args, "state": "absent"}, user.kubeconfig))
+    cluster.restart("kube-apiserver")  # 10 s of graceful shutdown, its port closed at once: Ansible starts meanwhile
+    ended = ending.join(120)
+
+    assert not ended.get("failed"), ended.get("msg")
+    assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"]
+    answered = audited(cluster, user.name, since)
+    print(f"\nEnd across an API server restart: {ended['api_requests']} attempts, {answered} answered")
+    assert ended["api_requests"] > answered, (
+        f"the End sent {ended['api_requests']} requests and {answered} were answered: it never met the restart")
+    wait_clean(cluster.client, [node])
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], f"t{world.id}-slot") == []
+
+
+# -- (c) API Priority and Fairness throttling the collection's user -----------------------------------------
+@contextmanager
+def throttled(cluster: Any, user: str) -> Iterator[None]:
+    """A FlowSchema sending every request of ``user`` to a priority level of one seat that
+    rejects (429) what does not fit. A ballast level with many shares (matched by no one)
+    brings the nominal concurrency of ours down to that one seat; the admin and the
+    cluster's components (system:masters) stay exempt."""
+    tag = f"nmo-test-{uuid.uuid4().hex[:6]}"
+    levels = f"{FLOWCONTROL}/prioritylevelconfigurations"
+    made: List[str] = []
+
+    def level(name: str, shares: int) -> None:
+        cluster.client.post(levels, {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": name},
+            "spec": {"type": "Limited", "limited": {
+                "nominalConcurrencyShares": shares, "lendablePercent": 0, "borrowingLimitPercent": 0,
+                "limitResponse": {"type": "Reject"}}}})
+        made.append(f"{levels}/{name}")
+
+    try:
+        level(f"{tag}-ballast", 3000)
+        level(tag, 1)
+        cluster.client.post(f"{FLOWCONTROL}/flowschemas", {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": tag},
+            "spec": {"priorityLevelConfiguration": {"name": tag}, "matchingPrecedence": 100,
+                     "distinguisherMethod": {"type": "ByUser"},
+                     "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
+                                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                   "namespaces": ["*"], "clusterScope": True}],
+                                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
+        made.append(f"{FLOWCONTROL}/flowschemas/{tag}")
+
+        def in_effect() -> bool:
+            conditions = cluster.client.get(f"{FLOWCONTROL}/flowschemas/{tag}").get("status", {}).get("conditions") or []
+            return any(c.get("type") == "Dangling" and c.get("status") == "False" for c in conditions)
+        wait_for(in_effect, 30, f"FlowSchema {tag} in effect")
+        yield
+    finally:
+        for path in reversed(made):
+            cluster.client.delete(path)
+
+
+def test_throttling_slows_the_drain_and_blames_no_budget(cluster, world, user):
+    a, _b = world.add_nodes(workers=2)
+    with world.only_schedulable(a):
+        world.deployment("web", 24)
+    # A budget that allows every eviction: a throttled eviction mistaken for its refusal would name it.
+    world.pdb("web", "web", max_unavailable=24)
+    nm = start_maintenance(cluster, world, a)
+    name = nm["metadata"]["name"]
+    since = time.time()
+
+    with throttled(cluster, user.name):
+        checked = run_module("nmo_preflight", {"nodes": [a]}, user.kubeconfig)
+        result = run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 180}, user.kubeconfig)
+
+    rejected = audited(cluster, user.name, since, 429)
+    print(f"\nthrottled: {rejected} requests answered 429; pre-flight {checked.get('elapsed')} s "
+          f"({checked.get('api_requests')} requests), drain {result.get('elapsed')} s "
+          f"({result.get('api_requests')} requests)")
+    assert rejected > 0, "the FlowSchema throttled nothing: the test proves nothing"
+
+    assert not checked.get("failed"), checked.get("msg")
+    (report,) = checked["nodes"]
+    assert report["verdict"] == "go" and report["blockers"] == [] and report["warnings"] == [], report
+    assert all(e["dry_run"] == "allowed" for e in report["to_evict"]), report["to_evict"]
+
+    assert not result.get("failed"), result.get("msg")
+    assert len(result["evicted"]) == 24 and result["pending"] == []
+    assert world.pods(node=a) == []
+    status = nm_status(cluster, name)
+    assert (status["phase"], status["drainProgress"], status["lastError"]) == ("Succeeded", 100, ""), status
+    assert drain_errors(cluster, name) == [], "throttling was reported as a DrainError"

@@ -111,14 +111,20 @@ def _deleting_for_nmo(cluster: Cluster) -> list:
 
 
 @pytest.fixture(scope="module")
-def medik8s(cluster: Cluster) -> Iterator:
+def medik8s(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator:
     """NMO v0.17.0 running against the local cluster for the module, its webhook registered.
+
+    Options (``Medik8s``'s keyword arguments) through indirect parametrization, e.g. NMO
+    with leader election (its Lease 135b1886.medik8s.io), on a test or a class whose tests
+    all use the fixture::
+
+        @pytest.mark.parametrize("medik8s", [{"leader_elect": True}], indirect=True)
 
     When no NodeMaintenance CRD is installed, NMO's own is applied, and removed again after
     the module. Afterwards nothing of NMO is left to block later tests: no webhook
     registration, no NodeMaintenance waiting for NMO's finalizer."""
     from medik8s import NM_PATH, NMO_CRD, NMO_FINALIZER, Medik8s
-    m = Medik8s(cluster)
+    m = Medik8s(cluster, **getattr(request, "param", {}))
     crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{NMO_CRD}"
     had_crd = cluster.client.get_or_none(crd_path) is not None
     m.up()

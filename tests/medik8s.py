@@ -114,8 +114,10 @@ class Medik8s:
     def up(self) -> None:
         self.run("up")
 
-    def down(self) -> None:
-        self.run("down")
+    def down(self, keep_crd: bool = False) -> None:
+        """Stop NMO; NMO's CRD goes too if ``up`` installed it and no NodeMaintenance is left,
+        unless ``keep_crd``."""
+        self.run("down", *(["--keep-crd"] if keep_crd else []))
 
     def running(self) -> bool:
         return self.run("status", check=False).returncode == 0
@@ -127,7 +129,7 @@ class Medik8s:
     @contextmanager
     def nmo_stopped(self) -> Iterator[None]:
         """NMO stopped (and its webhook unregistered) inside the block, running again after."""
-        self.down()
+        self.down(keep_crd=True)
         try:
             yield
         finally:
@@ -137,7 +139,7 @@ class Medik8s:
     def configured(self, leader_elect: Optional[bool] = None, rbac: Optional[str] = None) -> Iterator[None]:
         """NMO restarted with other settings inside the block, restarted as before after."""
         before = (self.leader_elect, self.rbac)
-        self.down()
+        self.down(keep_crd=True)
         if leader_elect is not None:
             self.leader_elect = leader_elect
         if rbac is not None:
@@ -146,7 +148,7 @@ class Medik8s:
             self.up()
             yield
         finally:
-            self.down()
+            self.down(keep_crd=True)
             self.leader_elect, self.rbac = before
             self.up()
 

@@ -144,7 +144,10 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
     assert events_of(c, nm["metadata"]["name"], "LeaseAcquired")
 
     again = run_module("nmo_lease", args(world, node), cluster.kubeconfig)
-    assert [a["action"] for a in again["acquired"]] == ["renewed", "renewed"]
+    # renewed; or held, when the API server's time (whole-second Date headers) has not moved
+    # past the renewTime just written
+    assert {a["action"] for a in again["acquired"]} <= {"renewed", "held"}, again["acquired"]
+    assert not again.get("failed")
     assert lease_of(c, f"node-{node}")["spec"]["acquireTime"] == spec["acquireTime"]
 
     gone = run_module("nmo_lease", args(world, node, state="released"), cluster.kubeconfig)

@@ -224,6 +224,9 @@ def test_nmos_crd_installed_first_takes_our_objects(medik8s, cluster, world, use
     from ansible_collections.nmo.maintenance.plugins.module_utils import crd
 
     crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd.CRD_NAME}"
+    assert not (cluster.client.get(NM_PATH) or {}).get("items"), "an earlier test left a NodeMaintenance"
+    cluster.client.delete(crd_path)  # a cluster where NMO came first: its CRD, not ours
+    wait_for(lambda: cluster.client.get_or_none(crd_path) is None, 120, "our CRD to go")
     medik8s.install_crd()
     try:
         assert crd.ensure(cluster.client)["state"] == "foreign", "NMO's CRD is not left alone"

@@ -19,7 +19,7 @@ from . import crd, disruption, events, maintenance, operator, run, validation
 from .client import Client
 from .errors import Conflict, InputError, NmoError, RefusedError
 from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
-from .taints import MAINTENANCE_TAINTS, apply_taints, read_node
+from .taints import MAINTENANCE_TAINTS, apply_taints, node_path, read_node
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
 END_STEPS = ("uncordon", "taints", "lease", "maintenance")
@@ -289,8 +289,8 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
         released = disruption.release(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
                                                       maintenance=None), check_mode)
         progress.done("lease")
-        node = read_node(client, opts.node)
-        if opts.annotations:  # the campaign's done mark: ours to write, not NMO's
+        node = client.get_or_none(node_path(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
+        if opts.annotations and node:  # the campaign's done mark: ours to write, not NMO's
             node = mark(client, opts.node, None, opts.label_key, None, check_mode, node=node,
                         annotations=opts.annotations)[2]
     except NmoError as exc:

@@ -270,26 +270,3 @@ def test_operator_mode_resumes_after_a_killed_run(medik8s, cluster, world, user,
     wait_clean(cluster.client, [w1])
     assert maintenance_of(cluster.client, w1) is None
     assert leases_naming(cluster.client, [w1], slot_prefix(world)) == []
-
-
-def test_nmos_failed_maintenance_is_reported_and_rolled_back(medik8s, cluster, world, user, tmp_path):
-    """NMO fails a maintenance whose node disappears in the middle of its drain: the run
-    reports NMO's lastError, rolls back through NMO (the NodeMaintenance deleted, the slot
-    released) and stops."""
-    (w1,) = world.add_nodes(workers=1)
-    world.vm("vm-gone", node=w1)
-    inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn")
-    playbook = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1])
-    try:
-        wait_for(lambda: ((maintenance_of(cluster.client, w1) or {}).get("status") or {}).get("phase") == "Running",
-                 120, "NMO to start draining worker-01")
-        cluster.client.delete(f"/api/v1/nodes/{w1}")  # NMO: node not found, phase Failed
-        rc = playbook.wait()
-    finally:
-        if playbook.proc.poll() is None:
-            playbook.kill()
-        playbook.close()
-    assert rc != 0
-    assert "the Node Maintenance Operator failed the maintenance of node" in playbook.output, playbook.output[-4000:]
-    wait_for(lambda: maintenance_of(cluster.client, w1) is None, 60, "the rollback to delete the NodeMaintenance")
-    assert leases_naming(cluster.client, [w1], slot_prefix(world)) == []

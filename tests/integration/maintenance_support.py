@@ -10,9 +10,10 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import yaml
 from helpers import ansible_env
@@ -306,3 +307,30 @@ def start_maintenance(cluster: Any, world: Any, node: str, reason: str = "test d
 
 def nm_status(cluster: Any, name: str) -> Dict[str, Any]:
     return (maintenance.get(cluster.client, name) or {}).get("status") or {}
+
+
+class Background:
+    """Runs ``fn`` (a drain, an End) in a thread; keeps its result or error and when it returned."""
+
+    def __init__(self, fn: Callable[[], Dict[str, Any]]) -> None:
+        self.result: Optional[Dict[str, Any]] = None
+        self.error: Optional[BaseException] = None
+        self.returned_at: Optional[float] = None
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], Dict[str, Any]]) -> None:
+        try:
+            self.result = fn()
+        except BaseException as exc:  # handed to the test thread
+            self.error = exc
+        finally:
+            self.returned_at = time.monotonic()
+
+    def join(self, timeout: float = 120) -> Dict[str, Any]:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), f"still running after {timeout} s"
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result

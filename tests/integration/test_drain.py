@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import pytest
 from helpers import run_module
@@ -19,7 +19,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.events import rece
 from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import EVICT, PodPlan
 from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
 
-from .maintenance_support import nm_status, start_maintenance
+from .maintenance_support import Background, nm_status, start_maintenance
 
 pytestmark = pytest.mark.cluster
 
@@ -60,33 +60,6 @@ def names(pods: List[Dict[str, Any]]) -> List[str]:
 
 def uids(pods: List[Dict[str, Any]]) -> set:
     return {p["metadata"]["uid"] for p in pods}
-
-
-class Background:
-    """Runs a drain in a thread; remembers its result (or error) and when it returned."""
-
-    def __init__(self, fn: Callable[[], Dict[str, Any]]) -> None:
-        self.result: Optional[Dict[str, Any]] = None
-        self.error: Optional[BaseException] = None
-        self.returned_at: Optional[float] = None
-        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self.thread.start()
-
-    def _run(self, fn: Callable[[], Dict[str, Any]]) -> None:
-        try:
-            self.result = fn()
-        except BaseException as exc:  # handed to the test thread
-            self.error = exc
-        finally:
-            self.returned_at = time.monotonic()
-
-    def join(self, timeout: float = 120) -> Dict[str, Any]:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), "the drain did not return"
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result
 
 
 class ReadyCount:

@@ -6,13 +6,12 @@ PodDisruptionBudget for what the API server did."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 from helpers import run_module
@@ -25,6 +24,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.events import rece
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
 
 from .maintenance_support import (
+    Background,
     Run,
     leases_naming,
     maintenance_of,
@@ -61,30 +61,6 @@ def restarts(cluster: Any) -> Iterator[Any]:
     finally:
         cluster.start("kube-apiserver")
         cluster.restart_controllers()
-
-
-class Background:
-    """Runs ``fn`` in a thread; keeps its result or error."""
-
-    def __init__(self, fn: Callable[[], Dict[str, Any]]) -> None:
-        self.result: Optional[Dict[str, Any]] = None
-        self.error: Optional[BaseException] = None
-        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
-        self.thread.start()
-
-    def _run(self, fn: Callable[[], Dict[str, Any]]) -> None:
-        try:
-            self.result = fn()
-        except BaseException as exc:  # handed to the test thread
-            self.error = exc
-
-    def join(self, timeout: float) -> Dict[str, Any]:
-        self.thread.join(timeout)
-        assert not self.thread.is_alive(), f"still running after {timeout} s"
-        if self.error is not None:
-            raise self.error
-        assert self.result is not None
-        return self.result
 
 
 class FailureCountingClient(Client):

@@ -22,7 +22,7 @@ from report import add_ratios, table, targets, targets_text
 from scenarios import SCENARIOS, Context, Row, Sizes
 from tools import ROOT, Tools, cluster_env
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
 
 
 def log(message: str) -> None:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(collection_path()))
 
 from topology import World  # noqa: E402
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect  # noqa: E402
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect  # noqa: E402
 
 
 def kubeconfig() -> str:

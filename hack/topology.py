@@ -2,7 +2,7 @@
 
 Shared by the tests (``tests/conftest.py``), the demo (``examples/``) and the benchmarks.
 Everything a world creates carries its id in a label, so it can be removed as a whole.
-Works with the collection's own API client (``plugins/module_utils/client.py``).
+Works with the collection's own API client (``plugins/module_utils/api/client.py``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ sys.path.insert(0, str(collection_path()))
 
 from topology import World, wait_for  # noqa: E402
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect  # noqa: E402
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect  # noqa: E402
 
 
 class Cluster:

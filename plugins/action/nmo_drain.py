@@ -46,7 +46,8 @@ class ProgressPrinter(threading.Thread):
         elapsed = time.monotonic() - self.started_at
         if self.unreadable is None:
             try:
-                from ansible_collections.nmo.maintenance.plugins.module_utils import client, maintenance
+                from ansible_collections.nmo.maintenance.plugins.module_utils.api import client
+                from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
 
                 if self.client is None:
                     self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)

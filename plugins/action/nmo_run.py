@@ -25,9 +25,9 @@ class ActionModule(NmoAction):
             result.update(failed=True, msg=checked.errors.msg)
             return result
         params = checked.validated_parameters
-        client_utils = importlib.import_module(f"{PACKAGE}.module_utils.client")
+        client_utils = importlib.import_module(f"{PACKAGE}.module_utils.api.client")
         errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
-        run_start = importlib.import_module(f"{PACKAGE}.module_utils.run_start")
+        run_start = importlib.import_module(f"{PACKAGE}.module_utils.guards.run_start")
         del module
         try:
             options = client_utils.ConnectionOptions.from_params(params)

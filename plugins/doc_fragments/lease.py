@@ -1,4 +1,4 @@
-# The lease and etcd-guard options of nmo_lease and nmo_maintenance (module_utils.disruption.LEASE_SPEC).
+# The lease and etcd-guard options of nmo_lease and nmo_maintenance (module_utils/guards/disruption.py, LEASE_SPEC).
 
 
 class ModuleDocFragment:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
-from .client import CONNECTION_ENV, Client, ConnectionOptions, connect
+from .api.client import CONNECTION_ENV, Client, ConnectionOptions, connect
 from .errors import NmoError
 
 CONNECTION_SPEC: Dict[str, Dict[str, Any]] = {

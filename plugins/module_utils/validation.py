@@ -128,7 +128,7 @@ def label_value(value: Any, option: str) -> str:
 
 def label_selector(value: Any, option: str) -> str:
     """A label selector as Kubernetes reads it (``app=web,tier!=db,env in (a,b),!legacy``)."""
-    from .pod_filters import parse_selector
+    from .drain.pod_filters import parse_selector
 
     text = _text(value, option)
     try:
@@ -244,7 +244,7 @@ def maintenance_status(status: Optional[Dict[str, Any]], option: str = "status")
 
 def taints(values: Any, option: str = "taints") -> None:
     """Taints as the API takes them: a key (qualified name), an optional value (label value), an effect."""
-    from .taints import EFFECTS
+    from .node.taints import EFFECTS
 
     if not isinstance(values, (list, tuple)):
         raise _fail(option, values, "must be a list of taints (key, value, effect)")

@@ -84,9 +84,10 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import events, lifecycle, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import events, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):

@@ -179,9 +179,11 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, events, lifecycle, maintenance, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd, events, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
 
 STATUS_OPTIONS = {
     "phase": {"type": "str", "choices": list(crd.PHASES)},

@@ -228,9 +228,10 @@ status:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import operator, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import operator
 
 
 def core(client, params, check_mode):

@@ -124,8 +124,8 @@ api_requests:
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.info import describe, in_maintenance, missing
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.info import describe, in_maintenance, missing
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):

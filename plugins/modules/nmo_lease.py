@@ -162,8 +162,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import disruption
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
 
 
 def core(client, params, check_mode):

@@ -202,10 +202,11 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, lifecycle
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.events import EVENTS_SPEC
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import EVENTS_SPEC
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
 def core(client, params, check_mode):

@@ -147,7 +147,7 @@ api_requests:
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import PreflightOptions, preflight
+from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions, preflight
 
 
 def core(client, params, check_mode):

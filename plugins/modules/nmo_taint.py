@@ -80,7 +80,7 @@ api_requests:
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.taints import MAINTENANCE_TAINTS, apply_taints
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import MAINTENANCE_TAINTS, apply_taints
 
 
 def core(client, params, check_mode):

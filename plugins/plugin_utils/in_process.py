@@ -80,9 +80,9 @@ class NmoAction(ActionBase):
         try:
             module, checked = self.check_args()
             adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
-            client_utils = importlib.import_module(f"{PACKAGE}.module_utils.client")
+            client_utils = importlib.import_module(f"{PACKAGE}.module_utils.api.client")
             errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
-            run = importlib.import_module(f"{PACKAGE}.module_utils.run")
+            run = importlib.import_module(f"{PACKAGE}.module_utils.guards.run")
         except ImportError:
             return None  # ship the module: it runs with the interpreter the inventory gives
         run.set_local_anchor(anchor)  # waits and writes stop when this controller process is gone

@@ -19,8 +19,8 @@ import yaml
 from helpers import ansible_env
 from topology import WORLD_LABEL, pod_ready, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = ROOT / "playbooks"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import (
     ApiError,
     Conflict,

@@ -4,7 +4,7 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.taints import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,

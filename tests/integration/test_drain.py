@@ -10,14 +10,15 @@ import pytest
 from helpers import run_module
 from topology import pod_ready, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainFailed, DrainOptions, drain, send
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain_tracking import ACCEPTED
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainFailed, DrainOptions, drain, send
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import EVICT, PodPlan
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain.tracking import ACCEPTED
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import Conflict
-from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
-from ansible_collections.nmo.maintenance.plugins.module_utils.pod_filters import EVICT, PodPlan
-from ansible_collections.nmo.maintenance.plugins.module_utils.waiter import Watcher
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
 
 from .maintenance_support import Background, nm_status, start_maintenance
 

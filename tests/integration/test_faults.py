@@ -17,10 +17,10 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError, Conflict
-from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
 
 from .maintenance_support import (

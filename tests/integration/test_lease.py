@@ -16,8 +16,10 @@ import yaml
 from helpers import ROOT, ansible_env, run_playbook
 from topology import WORLD_LABEL, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases, maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.events import recent_events
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
 
 BLOCKED_PREFIX = ("Waiting to acquire lease for node maintenance. "
                   "Other maintenance or node health check is in progress.")

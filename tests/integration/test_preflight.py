@@ -11,9 +11,9 @@ import pytest
 from helpers import run_module, run_playbook
 from topology import World, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import Client
-from ansible_collections.nmo.maintenance.plugins.module_utils.events import COMPONENT
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import PreflightOptions, preflight
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import COMPONENT
+from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions, preflight
 
 from .maintenance_support import NM_API, leases_naming, node_clean, run, slot_prefix, write_inventory
 

@@ -17,16 +17,17 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd, leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, connect
-from ansible_collections.nmo.maintenance.plugins.module_utils.crd import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.crd import (
     CRD_NAME,
     CRD_PATH,
     REVISION_ANNOTATION,
     SCHEMA_REVISION,
     installed_revision,
 )
-from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 
 from .maintenance_support import (
     LEASES,

@@ -5,8 +5,8 @@ import base64
 import pytest
 import yaml
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import kubeconfig
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import ConnectionOptions, _load_configuration
+from ansible_collections.nmo.maintenance.plugins.module_utils.api import kubeconfig
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, _load_configuration
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ConnectionConfigError
 
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import crd
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.record import (
     default_name,
     drain_progress,
     find,

@@ -1,6 +1,6 @@
 """The node annotations nmo_cordon sets with the cordon (the role's campaign mark)."""
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import annotation_changes, cordon_ops
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import annotation_changes, cordon_ops
 
 
 def test_only_annotations_that_differ_are_written():
@@ -34,7 +34,7 @@ def test_cordon_ops_a_node_without_labels_gets_the_map():
 
 
 def test_begin_records_that_it_added_the_label_and_who_cordoned():
-    from ansible_collections.nmo.maintenance.plugins.module_utils import node as marks
+    from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks
 
     bare = {"metadata": {"name": "w1"}, "spec": {}}
     ops = marks.cordon_ops(bare, marks.EXCLUDE_FROM_REMEDIATION, "r1")
@@ -49,7 +49,7 @@ def test_begin_records_that_it_added_the_label_and_who_cordoned():
 
 
 def test_the_end_removes_the_label_only_when_it_is_ours():
-    from ansible_collections.nmo.maintenance.plugins.module_utils import node as marks
+    from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks
 
     def node(notes):
         return {"metadata": {"annotations": notes}}

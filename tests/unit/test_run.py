@@ -8,8 +8,8 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import leases, run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases, run
 
 NOW = datetime(2026, 12, 1, 5, 0, 0, tzinfo=timezone.utc)
 

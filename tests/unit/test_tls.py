@@ -16,8 +16,8 @@ from typing import Dict, Iterator
 import pytest
 import yaml
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import kubeconfig, tls
-from ansible_collections.nmo.maintenance.plugins.module_utils.client import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.api import kubeconfig, tls
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import (
     Client,
     ConnectionOptions,
     _load_configuration,

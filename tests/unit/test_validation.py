@@ -7,12 +7,14 @@ from typing import Any, Callable
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import disruption, info, leases, lifecycle, validation
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import DrainOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.etcd_guard import Options as EtcdOptions
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import PreflightOptions
-from ansible_collections.nmo.maintenance.plugins.module_utils.taints import UnprocessableEntity, is_test_failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption, leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards.etcd_guard import Options as EtcdOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import info, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import UnprocessableEntity, is_test_failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions
 
 GOOD_NODES = ["node-worker-01", "a", "1", "w1.rack-2.example.com", "a" * 253, "x-y.z"]
 BAD_NODES = ["", " ", ".", "..", "../x", "a/b", "Node-1", "node_1", "-a", "a-", "a..b", ".a", "a.", "nöde", "a b",
@@ -209,7 +211,7 @@ def test_a_failed_test_operation_is_told_from_a_refusal(message: str, causes: An
 
 @pytest.mark.parametrize("name", ["", ".", ".."])
 def test_no_url_path_segment_can_leave_its_collection(name: str) -> None:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.client import path_segment
+    from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import path_segment
 
     with pytest.raises(InputError, match="cannot be the name of a Kubernetes object"):
         path_segment(name)

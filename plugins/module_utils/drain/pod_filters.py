@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .errors import InputError
+from ..errors import InputError
 
 Pod = Dict[str, Any]
 

@@ -21,9 +21,9 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Dict, Optional
 
+from ..api.client import Client, ConnectionOptions, connect
+from ..errors import NmoError
 from . import leases, run
-from .client import Client, ConnectionOptions, connect
-from .errors import NmoError
 
 
 def renew_held(client: Client, run_id: str, namespace: str) -> int:
@@ -106,7 +106,7 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
             os._exit(0)
         os.close(write_end)
         _detach()
-        from . import client as client_module
+        from ..api import client as client_module
         client_module._clients.clear()  # never share the parent's connections  # pylint: disable=protected-access
         client = connect(options, pool_size=2)
         # A request may retry for a beat, not a minute (client.py): the loop must keep

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set
 
-from .client import Client, path_segment
+from ..api.client import Client, path_segment
 
 FLAVOURS = ("auto", "kubeadm", "openshift", "none")
 OPENSHIFT_NAMESPACE = "openshift-etcd"

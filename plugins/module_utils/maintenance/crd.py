@@ -108,7 +108,7 @@ def installed_revision(crd: Dict[str, Any]) -> str:
 
 
 def _wait_established(client: Any, timeout: float = 30.0) -> None:
-    from .waiter import Watcher, wait_until
+    from ..api.waiter import Watcher, wait_until
 
     def established() -> Any:
         crd = watcher.objects.get(f"/{CRD_NAME}")
@@ -125,7 +125,7 @@ def _wait_served(client: Any, timeout: float) -> None:
     for a moment; the first NodeMaintenance must not meet that."""
     import time
 
-    from .errors import NotFound, TooManyRequests, WaitTimeout
+    from ..errors import NotFound, TooManyRequests, WaitTimeout
 
     deadline = time.monotonic() + timeout
     delay = 0.05
@@ -169,7 +169,7 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
 @contextmanager
 def _install_permission(state: str, verb: str) -> Iterator[None]:
     """A 403 on installing or upgrading the CRD says which opt-in role that needs (docs/rbac.md)."""
-    from .errors import ApiError, NmoError
+    from ..errors import ApiError, NmoError
 
     try:
         yield

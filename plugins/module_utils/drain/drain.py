@@ -18,9 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from . import maintenance, run, validation
-from .client import Client, path_segment
-from .drain_tracking import (
+from .. import validation
+from ..api.client import Client, path_segment
+from ..api.waiter import MultiWatcher, Watcher, list_objects, wait_until
+from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
+from ..guards import run
+from ..maintenance import record as maintenance
+from ..maintenance.events import DRAIN, DRAIN_ERROR, EventRecorder
+from ..node.taints import read_node
+from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
+from .tracking import (
     FATAL,
     REFUSED,
     RETRY,
@@ -33,11 +40,6 @@ from .drain_tracking import (
     outcome_of,
     status_fields,
 )
-from .errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
-from .events import DRAIN, DRAIN_ERROR, EventRecorder
-from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
-from .taints import read_node
-from .waiter import MultiWatcher, Watcher, list_objects, wait_until
 
 PODS = "/api/v1/pods"
 TICK = 0.2  # seconds between looks at retries and status while no pod event arrives

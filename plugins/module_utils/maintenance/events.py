@@ -12,8 +12,8 @@ import hashlib
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
-from .client import Client
-from .errors import Conflict, NmoError, NotFound
+from ..api.client import Client
+from ..errors import Conflict, NmoError, NotFound
 
 COMPONENT = "nmo-maintenance"
 EVENT_NAMESPACE = "default"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .client import Client, path_segment
-from .errors import ApiError, ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
+from ..api.client import Client, path_segment
+from ..errors import ApiError, ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
 
 Taint = Dict[str, Any]
 
@@ -60,7 +60,7 @@ def guarded_patch(current: Optional[List[Taint]], new: List[Taint]) -> List[Dict
 
 
 def validate_taints(taints: List[Taint]) -> None:
-    from . import validation
+    from .. import validation
 
     validation.taints(taints)
 
@@ -84,7 +84,7 @@ def node_path(name: str) -> str:
 
 
 def read_node(client: Client, name: str) -> Dict[str, Any]:
-    from . import validation
+    from .. import validation
 
     validation.node_name(name)  # '' or '..' would read another URL (/api/v1/nodes/, /api/v1)
     try:

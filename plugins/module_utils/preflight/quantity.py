@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any, Dict, Optional
 
-from .errors import InputError
+from ..errors import InputError
 
 _SUFFIXES = {
     "": Decimal(1), "m": Decimal("0.001"), "u": Decimal("0.000001"), "n": Decimal("0.000000001"),

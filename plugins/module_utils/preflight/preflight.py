@@ -19,12 +19,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import budgets, validation
-from .client import Client
-from .drain import pod_path
-from .errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
+from .. import validation
+from ..api.client import Client
+from ..drain import budgets
+from ..drain.drain import pod_path
+from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
+from ..errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
 from .placement import NodeRoom, Placement, node_room, place, show_requests, unjudged
-from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 
 GO, WARN, NO_GO = "go", "warn", "no-go"
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"

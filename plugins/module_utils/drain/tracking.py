@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .errors import ApiError, DisruptionBudgetRefusal
-from .maintenance import drain_progress
+from ..errors import ApiError, DisruptionBudgetRefusal
+from ..maintenance.record import drain_progress
 from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
 
 # Outcomes of one eviction or deletion request.

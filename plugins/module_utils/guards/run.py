@@ -27,9 +27,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..api.client import Client
+from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
 from . import leases
-from .client import Client
-from .errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from . import leases as lease_utils
-from . import maintenance, validation
-from .client import Client
-from .errors import InputError, NotFound, RefusedError
+from .. import validation
+from ..api.client import Client
+from ..errors import InputError, NotFound, RefusedError
+from ..guards import leases as lease_utils
+from ..node.marks import EXCLUDE_FROM_REMEDIATION, is_ready
+from ..node.taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
+from . import record as maintenance
 from .events import EVENT_NAMESPACE
-from .node import EXCLUDE_FROM_REMEDIATION, is_ready
-from .taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
 
 LEASE_NAMESPACE = "medik8s-leases"
 MARK_PREFIX = "nmo.maintenance/"  # the node annotations the role writes (a campaign's done mark)

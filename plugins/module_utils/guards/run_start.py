@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from . import heartbeat, leases, operator, run
-from .client import Client, ConnectionOptions
-from .errors import InputError
+from ..api.client import Client, ConnectionOptions
+from ..errors import InputError
+from ..maintenance import operator
+from . import heartbeat, leases, run
 
 MAX_RUN_LEASE_DURATION = 3600
 

@@ -15,8 +15,8 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
+from ..errors import ApiError, WaitTimeout, api_error
 from .client import Client, iter_lines
-from .errors import ApiError, WaitTimeout, api_error
 from .retry import RetryPolicy, transient
 
 T = TypeVar("T")

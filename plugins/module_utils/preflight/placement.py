@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from .node import is_ready
-from .pod_filters import is_finished
+from ..drain.pod_filters import is_finished
+from ..node.marks import is_ready
 from .quantity import CPU, MEMORY, PODS, amount, amounts, show
 
 Obj = Dict[str, Any]

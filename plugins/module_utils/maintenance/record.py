@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .client import Client, path_segment
+from ..api.client import Client, path_segment
+from ..errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
+from ..guards.leases import RUN_ANNOTATION
+from ..node.taints import read_node
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
-from .errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
 from .events import now_rfc3339
-from .leases import RUN_ANNOTATION
-from .taints import read_node
 
 API = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -190,7 +190,7 @@ def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False,
 
 
 def _wait_gone(client: Client, name: str, timeout: float) -> None:
-    from .waiter import Watcher, list_objects, wait_until
+    from ..api.waiter import Watcher, list_objects, wait_until
 
     query = {"fieldSelector": f"metadata.name={name}"}
     listing = list_objects(client, API, query)

@@ -15,11 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import crd, disruption, events, maintenance, operator, run, validation
-from .client import Client
-from .errors import Conflict, InputError, NmoError, RefusedError
-from .node import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
-from .taints import MAINTENANCE_TAINTS, apply_taints, node_path, read_node
+from .. import validation
+from ..api.client import Client
+from ..errors import Conflict, InputError, NmoError, RefusedError
+from ..guards import disruption, run
+from ..node.marks import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
+from ..node.taints import MAINTENANCE_TAINTS, apply_taints, node_path, read_node
+from . import crd, events, operator
+from . import record as maintenance
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
 END_STEPS = ("uncordon", "taints", "lease", "maintenance")

@@ -23,8 +23,8 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
+from ..errors import ApiError, ConnectionConfigError, api_error
 from . import retry
-from .errors import ApiError, ConnectionConfigError, api_error
 
 # The options every module takes, with the environment variables kubernetes.core reads.
 CONNECTION_ENV = {
@@ -284,7 +284,7 @@ class Client:
         return self.request("GET", path, query)
 
     def get_or_none(self, path: str, query: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
-        from .errors import NotFound
+        from ..errors import NotFound
 
         try:
             return self.get(path, query)
@@ -369,7 +369,7 @@ def path_segment(name: str) -> str:
     """One segment of a URL path. '', '.' and '..' are refused: quoted as they are, they would
     address another resource ('/api/v1/nodes/..' is '/api/v1')."""
     if name in ("", ".", ".."):
-        from .errors import InputError
+        from ..errors import InputError
 
         raise InputError(f"{name!r} cannot be the name of a Kubernetes object")
     return quote(name, safe="")

@@ -18,10 +18,11 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
-from . import maintenance, run
-from .client import Client
-from .errors import ApiError, NmoError, NotFound, RefusedError, WaitTimeout
-from .waiter import Watcher, list_objects, wait_until
+from ..api.client import Client
+from ..api.waiter import Watcher, list_objects, wait_until
+from ..errors import ApiError, NmoError, NotFound, RefusedError, WaitTimeout
+from ..guards import run
+from . import record as maintenance
 
 STANDALONE, OPERATOR, AUTO = "standalone", "operator", "auto"
 MODES = (AUTO, STANDALONE, OPERATOR)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .client import Client
+from ..api.client import Client
 from .taints import node_path, read_node
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
-from .errors import ApiError, DisruptionBudgetRefusal
+from ..errors import ApiError, DisruptionBudgetRefusal
 
 T = TypeVar("T")
 

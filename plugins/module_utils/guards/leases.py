@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .client import Client, path_segment
-from .errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoError, NotFound
+from ..api.client import Client, path_segment
+from ..errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoError, NotFound
 
 Lease = Dict[str, Any]
 
@@ -275,7 +275,7 @@ def acquired_at(lease: Optional[Lease]) -> str:
 
 
 def validate(concurrency: int, duration: int, prefix: str) -> None:
-    from . import validation
+    from .. import validation
 
     validation.number(concurrency, "concurrency", 1, validation.MAX_CONCURRENCY, "nodes", integer=True)
     # leaseDurationSeconds is an int32, and a lease keeps remediation away until it lapses:

@@ -1,9 +1,24 @@
-"""Fixtures shared by the integration tests that run as the least-privilege user."""
+"""Fixtures shared by the integration tests: the CRD installed, the least-privilege user."""
 
 import pytest
 from helpers import run_module
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import Conflict
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+
 from .maintenance_support import RestrictedUser
+
+
+@pytest.fixture(scope="module")
+def crd_installed(cluster):
+    """The NodeMaintenance CRD, installed (or brought up to date) as the admin, through the core.
+    (test_core_modules has its own: there, installing it through nmo_crd is what is tested.)"""
+    for _attempt in range(3):
+        try:
+            crd.ensure(cluster.client)
+            return
+        except Conflict:  # another test wrote it meanwhile
+            continue
 
 
 @pytest.fixture(scope="module")

@@ -137,8 +137,8 @@ class Run:
     def output(self) -> str:
         return "".join(self.lines)
 
-    def wait(self) -> int:
-        rc = self.proc.wait()
+    def wait(self, timeout: Optional[float] = None) -> int:
+        rc = self.proc.wait(timeout)
         self._reader.join()
         return rc
 
@@ -150,11 +150,22 @@ class Run:
     def records(self) -> List[Dict[str, Any]]:
         if not self.record_file.exists():
             return []
-        return [json.loads(line) for line in self.record_file.read_text().splitlines()]
+        records = []
+        for line in self.record_file.read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:  # the line being written as we read
+                continue
+        return records
 
     def task(self, name: str) -> List[Dict[str, Any]]:
         """The results of the task called ``name`` (without the role's prefix)."""
         return [r for r in self.records() if r["task"].split(" : ")[-1] == name]
+
+    def last(self, name: str) -> Optional[Dict[str, Any]]:
+        """The latest result of the task called ``name``, None before it has one."""
+        found = self.task(name)
+        return found[-1] if found else None
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -164,6 +175,13 @@ def run(playbook: str, inventory: str, kubeconfig: str, **kwargs: Any) -> Run:
     r = Run(playbook, inventory, kubeconfig, **kwargs)
     r.wait()
     return r
+
+
+def run_tasks(directory: Path, name: str, tasks: List[Dict[str, Any]], kubeconfig: str) -> Run:
+    """``tasks`` on localhost, a playbook of their own, started in the background."""
+    playbook = directory / f"{name}.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    return Run(str(playbook), "localhost,", kubeconfig, args=["-c", "local"])
 
 
 # -- watchers -------------------------------------------------------------------------------------------
@@ -238,6 +256,54 @@ class AvailabilityRecorder(WatchRecorder):
             self.fewest[app] = min(self.fewest.get(app, counts.get(app, 0)), counts.get(app, 0))
 
 
+# -- what the API server was asked ------------------------------------------------------------------------
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
+
+
+class AuditLog:
+    """The API server's audit log (<cluster dir>/audit.log, one JSON line per request stage),
+    from the moment this was made: who asked what, and what the answer was."""
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.path = Path(cluster.dir) / "audit.log"
+        self.start = self.path.stat().st_size
+
+    def entries(self) -> List[Dict[str, Any]]:
+        """One entry a request answered (stage ResponseComplete), oldest first."""
+        with self.path.open("rb") as handle:
+            handle.seek(self.start)
+            lines = handle.read().splitlines()
+        entries = []
+        for line in lines:
+            try:
+                entry = json.loads(line)
+            except ValueError:  # a line being written as we read
+                continue
+            if entry.get("stage") == "ResponseComplete":
+                entries.append(entry)
+        return entries
+
+    def requests_of(self, user: str, code: Optional[int] = None) -> List[Dict[str, Any]]:
+        """What ``user`` asked; only what was answered ``code`` when given."""
+        return [e for e in self.entries() if e.get("user", {}).get("username") == user
+                and (code is None or e.get("responseStatus", {}).get("code") == code)]
+
+    def writes_of(self, user: str, resource: Optional[str] = None) -> List[Dict[str, Any]]:
+        """What ``user`` wrote (to ``resource`` only, when given: ``nodes``, ``leases``, ...)."""
+        return [e for e in self.requests_of(user) if e.get("verb") in WRITE_VERBS
+                and resource in (None, (e.get("objectRef") or {}).get("resource"))]
+
+    def settled(self) -> AuditLog:
+        """Once the requests answered so far are in the log: an entry is written an instant
+        after its answer, so a request of ours, once logged, follows those before it."""
+        mark = f"nmo-audit-mark-{uuid.uuid4().hex[:8]}"
+        self.cluster.client.get_or_none(f"/api/v1/namespaces/default/configmaps/{mark}")
+        wait_for(lambda: any((e.get("objectRef") or {}).get("name") == mark for e in self.entries()), 10,
+                 f"the audit log to record {mark}")
+        return self
+
+
 # -- what a node looks like afterwards ------------------------------------------------------------------
 def maintenance_of(client: Any, node: str) -> Optional[Dict[str, Any]]:
     items = (client.get_or_none(NM_API) or {}).get("items", [])
@@ -272,9 +338,12 @@ def wait_clean(client: Any, nodes: List[str]) -> None:
         wait_for(lambda n=node: node_clean(client, n) is None, 30, f"{node} back in service")
 
 
-def events_of(client: Any, name: str) -> List[Dict[str, Any]]:
-    items = client.get("/api/v1/namespaces/default/events",
-                       {"fieldSelector": f"involvedObject.name={name}"}).get("items", [])
+def events_of(client: Any, name: str, reason: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The events about ``name`` (a NodeMaintenance, a Node) as `kubectl get events
+    --field-selector involvedObject.name=<name>` lists them, oldest first; only those of
+    ``reason`` when given."""
+    selector = f"involvedObject.name={name}" + (f",reason={reason}" if reason else "")
+    items = client.get("/api/v1/namespaces/default/events", {"fieldSelector": selector}).get("items", [])
     return sorted(items, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"].get("creationTimestamp") or ""))
 
 

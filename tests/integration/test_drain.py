@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import pytest
 from helpers import run_module
@@ -15,12 +14,9 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import 
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainFailed, DrainOptions, drain, send
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import EVICT, PodPlan
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain.tracking import ACCEPTED
-from ansible_collections.nmo.maintenance.plugins.module_utils.errors import Conflict
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
 
-from .maintenance_support import Background, nm_status, start_maintenance
+from .maintenance_support import AvailabilityRecorder, Background, events_of, nm_status, start_maintenance
 
 pytestmark = pytest.mark.cluster
 
@@ -28,16 +24,6 @@ PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget.
 
 
 # -- helpers --------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def crd_installed(cluster: Any) -> None:
-    for _attempt in range(3):
-        try:
-            crd.ensure(cluster.client)
-            return
-        except Conflict:  # another test created it meanwhile
-            continue
-
-
 def own_client(cluster: Any) -> Client:
     """A client of its own, so the drain's request count is the drain's alone."""
     return Client(cluster.client.configuration, pool_size=40)
@@ -45,10 +31,6 @@ def own_client(cluster: Any) -> Client:
 
 def core_drain(cluster: Any, **params: Any) -> Dict[str, Any]:
     return drain(own_client(cluster), DrainOptions(**params))
-
-
-def events_of(cluster: Any, name: str) -> List[Dict[str, Any]]:
-    return recent_events(cluster.client, name, kind="NodeMaintenance", limit=100)
 
 
 def pods_on(world: Any, node: str) -> List[Dict[str, Any]]:
@@ -61,37 +43,6 @@ def names(pods: List[Dict[str, Any]]) -> List[str]:
 
 def uids(pods: List[Dict[str, Any]]) -> set:
     return {p["metadata"]["uid"] for p in pods}
-
-
-class ReadyCount:
-    """The number of Ready, not terminating pods of an app, followed by a watch; keeps the minimum."""
-
-    def __init__(self, client: Client, namespace: str, app: str) -> None:
-        self.watcher = Watcher(client, f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": f"app={app}"})
-        self.minimum: Optional[int] = None
-        self.samples = 0
-        self._stop = threading.Event()
-        self.watcher.start()
-        self._note()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _note(self) -> None:
-        count = sum(1 for p in self.watcher.items() if pod_ready(p) and not p["metadata"].get("deletionTimestamp"))
-        self.minimum = count if self.minimum is None else min(self.minimum, count)
-        self.samples += 1
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.watcher.drain_events(0.1)
-            self._note()
-
-    def stop(self) -> int:
-        self._stop.set()
-        self.thread.join(5)
-        self.watcher.close()
-        assert self.minimum is not None
-        return self.minimum
 
 
 # -- the seed's chapter 3 ---------------------------------------------------------------------------
@@ -128,7 +79,7 @@ def test_chapter3_node_daemonsets_stay_emptydir_and_unmanaged_go(cluster, world,
     assert status["totalpods"] == 8 and status["evictionPods"] == 6
     assert status["pendingPods"] == [] and status["pendingPodsRefs"] == [] and status.get("lastUpdate")
     assert world.node(a)["spec"].get("unschedulable") is True, "the caller's cordon must stay"
-    assert any(e["reason"] == "Drain" and e["type"] == "Normal" for e in events_of(cluster, name))
+    assert any(e["reason"] == "Drain" and e["type"] == "Normal" for e in events_of(cluster.client, name))
     world.wait_pods_ready("app=web", 4)
     assert all(p["spec"]["nodeName"] == b for p in world.pods(namespace=world.namespace, selector="app=web"))
 
@@ -154,11 +105,11 @@ def test_chapter4_pdb_blocks_one_pod_until_relaxed(cluster, world, crd_installed
 
     def blocked() -> bool:
         status = nm_status(cluster, name)
-        refused = [e for e in events_of(cluster, name) if e["reason"] == "DrainError"]
+        refused = [e for e in events_of(cluster.client, name) if e["reason"] == "DrainError"]
         return (status.get("pendingPods") == [vm_pod] and status.get("drainProgress") == 75
                 and bool(refused))
     wait_for(blocked, 60, "the VM pod pending behind its PDB with a DrainError event")
-    (error,) = [e for e in events_of(cluster, name) if e["reason"] == "DrainError"]
+    (error,) = [e for e in events_of(cluster.client, name) if e["reason"] == "DrainError"]
     assert error["type"] == "Warning" and error["message"].startswith(PDB_REFUSAL)
     assert vm_pod in error["message"]
     status = nm_status(cluster, name)
@@ -177,7 +128,7 @@ def test_chapter4_pdb_blocks_one_pod_until_relaxed(cluster, world, crd_installed
     status = nm_status(cluster, name)
     assert status["phase"] == "Succeeded" and status["drainProgress"] == 100 and status["lastError"] == ""
     # One DrainError per pod and message, however many retries.
-    assert len([e for e in events_of(cluster, name) if e["reason"] == "DrainError"]) == 1
+    assert len([e for e in events_of(cluster.client, name) if e["reason"] == "DrainError"]) == 1
     progress = [obj["status"]["drainProgress"] for _etype, obj in nm_watch.drain_events(1)
                 if "drainProgress" in obj.get("status", {})]
     nm_watch.close()
@@ -192,12 +143,11 @@ def test_pdb_refusals_end_by_timeout_naming_the_pod_and_the_pdb_is_never_violate
     world.pdb("db", "db", min_available=2)
     nm = start_maintenance(cluster, world, a)
     name = nm["metadata"]["name"]
-    ready = ReadyCount(own_client(cluster), world.namespace, "db")
+    with AvailabilityRecorder(own_client(cluster), world.namespace) as pods:
+        result = run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 4, "retry_delay": 0.5},
+                            cluster.kubeconfig)
 
-    result = run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 4, "retry_delay": 0.5},
-                        cluster.kubeconfig)
-
-    assert ready.stop() >= 2, "the PDB (minAvailable 2) was violated"
+    assert pods.fewest["db"] >= 2, "the PDB (minAvailable 2) was violated"
     assert result.get("failed")
     assert "timed out after 4 s" in result["msg"]
     db_pods = names(world.pods(namespace=world.namespace, selector="app=db"))
@@ -210,7 +160,7 @@ def test_pdb_refusals_end_by_timeout_naming_the_pod_and_the_pdb_is_never_violate
     assert status["phase"] == "Running", "a failed drain leaves the phase to the caller"
     assert "timed out" in status["lastError"] and sorted(status["pendingPods"]) == db_pods
     assert status["drainProgress"] == 50
-    reasons = [e["reason"] for e in events_of(cluster, name)]
+    reasons = [e["reason"] for e in events_of(cluster.client, name)]
     assert reasons.count("DrainError") == 3  # one refusal per db pod, one for the timeout
 
 
@@ -220,15 +170,14 @@ def test_pdb_waits_until_replicas_are_added_and_never_violates_it(cluster, world
         world.deployment("db", 1)
     world.pdb("db", "db", min_available=1)
     name = start_maintenance(cluster, world, a)["metadata"]["name"]
-    ready = ReadyCount(own_client(cluster), world.namespace, "db")
-    running = Background(lambda: core_drain(cluster, node=a, maintenance=name, timeout=60))
-    wait_for(lambda: nm_status(cluster, name).get("lastError", "").startswith(PDB_REFUSAL), 30, "a PDB refusal")
+    with AvailabilityRecorder(own_client(cluster), world.namespace) as pods:
+        running = Background(lambda: core_drain(cluster, node=a, maintenance=name, timeout=60))
+        wait_for(lambda: nm_status(cluster, name).get("lastError", "").startswith(PDB_REFUSAL), 30, "a PDB refusal")
+        cluster.client.patch(f"/apis/apps/v1/namespaces/{world.namespace}/deployments/db",
+                             {"spec": {"replicas": 2}}, "merge")
+        result = running.join()
 
-    cluster.client.patch(f"/apis/apps/v1/namespaces/{world.namespace}/deployments/db",
-                         {"spec": {"replicas": 2}}, "merge")
-    result = running.join()
-
-    assert ready.stop() >= 1, "the PDB (minAvailable 1) was violated"
+    assert pods.fewest["db"] >= 1, "the PDB (minAvailable 1) was violated"
     assert len(result["evicted"]) == 1 and result["eviction_retries"] >= 1
     assert pods_on(world, a) == []
 
@@ -352,7 +301,7 @@ def test_check_mode_evicts_nothing_and_says_what_it_would_do(cluster, world, crd
     assert {p["metadata"]["uid"] for p in pods_on(world, a)} == before
     assert not any(p["metadata"].get("deletionTimestamp") for p in pods_on(world, a))
     assert nm_status(cluster, nm["metadata"]["name"]).get("totalpods") is None
-    assert events_of(cluster, nm["metadata"]["name"]) == []
+    assert events_of(cluster.client, nm["metadata"]["name"]) == []
 
 
 def test_pod_selector_finished_pods_and_disable_eviction(cluster, world):
@@ -386,7 +335,7 @@ def test_delete_fallback_after_deletes_a_pod_its_pdb_keeps_refusing(cluster, wor
     (deleted,) = result["deleted"]
     assert deleted["name"] == "virt-launcher-legacy" and "delete_fallback_after" in deleted["reason"]
     assert result["eviction_retries"] >= 2 and pods_on(world, a) == []
-    messages = [e["message"] for e in events_of(cluster, name) if e["reason"] == "Drain" and e["type"] == "Warning"]
+    messages = [e["message"] for e in events_of(cluster.client, name) if e["reason"] == "Drain" and e["type"] == "Warning"]
     assert len(messages) == 1 and "delete_fallback_after" in messages[0]
 
 

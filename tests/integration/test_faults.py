@@ -5,27 +5,24 @@ PodDisruptionBudget for what the API server did."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from contextlib import contextmanager
-from datetime import datetime
-from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterator, List
 
 import pytest
 from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
-from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError, Conflict
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_maintenance
 
 from .maintenance_support import (
+    AuditLog,
     Background,
     Run,
+    events_of,
     leases_naming,
     maintenance_of,
     nm_status,
@@ -36,20 +33,10 @@ from .maintenance_support import (
     write_inventory,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crd_installed")]
 
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
 FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def nm_crd(cluster: Any) -> None:
-    for _attempt in range(3):
-        try:
-            crd.ensure(cluster.client)
-            return
-        except Conflict:  # another test created it meanwhile
-            continue
 
 
 @pytest.fixture
@@ -79,8 +66,7 @@ class FailureCountingClient(Client):
 
 
 def drain_errors(cluster: Any, name: str) -> List[Dict[str, Any]]:
-    return [e for e in recent_events(cluster.client, name, kind="NodeMaintenance", limit=100)
-            if e["reason"] == "DrainError"]
+    return events_of(cluster.client, name, "DrainError")
 
 
 # -- (a) the API server restarted in the middle of a drain ---------------------------------------------
@@ -184,29 +170,12 @@ def test_end_outlives_an_api_server_that_is_down_when_it_starts(restarts, cluste
     assert leases_naming(cluster.client, [node], prefix) == []
 
 
-def audited(cluster: Any, user: str, since: float, code: Optional[int] = None) -> int:
-    """Requests of ``user`` the API server answered (``code`` only, when given) since ``since``
-    (epoch seconds), per its audit log: one line a request."""
-    count = 0
-    with open(Path(cluster.dir) / "audit.log", encoding="utf-8") as log:
-        for line in log:
-            if user not in line:
-                continue
-            event = json.loads(line)
-            stamp = event.get("requestReceivedTimestamp") or "1970-01-01T00:00:00Z"
-            received = datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-            if (event.get("user", {}).get("username") == user and received >= since
-                    and (code is None or event.get("responseStatus", {}).get("code") == code)):
-                count += 1
-    return count
-
-
 def test_end_through_ansible_outlives_an_api_server_restart(restarts, cluster, world, user):
     (node,) = world.add_nodes(workers=1)
     args = {k: v for k, v in params(world, node, "present").items() if k in ("node", "slot_prefix", "etcd_pod_selector")}
     begun = run_module("nmo_maintenance", args, user.kubeconfig)
     assert not begun.get("failed") and node_clean(cluster.client, node) is not None, begun.get("msg")
-    since = time.time()
+    audit = AuditLog(cluster)
 
     ending = Background(lambda: run_module("nmo_maintenance", {**args, "state": "absent"}, user.kubeconfig))
     cluster.restart("kube-apiserver")  # 10 s of graceful shutdown, its port closed at once: Ansible starts meanwhile
@@ -214,7 +183,7 @@ def test_end_through_ansible_outlives_an_api_server_restart(restarts, cluster, w
 
     assert not ended.get("failed"), ended.get("msg")
     assert ended["reached"] == ["uncordon", "taints", "lease", "maintenance"] and ended["deleted"]
-    answered = audited(cluster, user.name, since)
+    answered = len(audit.settled().requests_of(user.name))
     print(f"\nEnd across an API server restart: {ended['api_requests']} attempts, {answered} answered")
     assert ended["api_requests"] > answered, (
         f"the End sent {ended['api_requests']} requests and {answered} were answered: it never met the restart")
@@ -274,13 +243,13 @@ def test_throttling_slows_the_drain_and_blames_no_budget(cluster, world, user):
     world.pdb("web", "web", max_unavailable=24)
     nm = start_maintenance(cluster, world, a)
     name = nm["metadata"]["name"]
-    since = time.time()
+    audit = AuditLog(cluster)
 
     with throttled(cluster, user.name):
         checked = run_module("nmo_preflight", {"nodes": [a]}, user.kubeconfig)
         result = run_module("nmo_drain", {"node": a, "maintenance": name, "timeout": 180}, user.kubeconfig)
 
-    rejected = audited(cluster, user.name, since, 429)
+    rejected = len(audit.requests_of(user.name, code=429))
     print(f"\nthrottled: {rejected} requests answered 429; pre-flight {checked.get('elapsed')} s "
           f"({checked.get('api_requests')} requests), drain {result.get('elapsed')} s "
           f"({result.get('api_requests')} requests)")

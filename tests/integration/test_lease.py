@@ -2,44 +2,24 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
-import yaml
-from helpers import ROOT, ansible_env, run_playbook
+from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import recent_events
+
+from .maintenance_support import events_of, run_tasks
 
 BLOCKED_PREFIX = ("Waiting to acquire lease for node maintenance. "
                   "Other maintenance or node health check is in progress.")
 NS = leases.LEASE_NAMESPACE
 
-
-@pytest.fixture(scope="module", autouse=True)
-def nm_crd(cluster: Any) -> None:
-    crd.ensure(cluster.client)
-
-
-def run_module(module: str, module_args: Dict[str, Any], kubeconfig: str, check: bool = False,
-               diff: bool = False) -> Dict[str, Any]:
-    """One task through ansible-playbook; its result with ``failed`` set from the task status."""
-    play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "under test", f"nmo.maintenance.{module}": module_args, "ignore_errors": True}]}]
-    run = run_playbook(play, kubeconfig, (["--check"] if check else []) + (["--diff"] if diff else []))
-    records = [r for r in run.records if r["action"].endswith(module)]
-    assert records, f"no result; rc={run.rc}\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}"
-    return {**records[-1]["result"], "failed": records[-1]["status"] == "failed"}
+pytestmark = pytest.mark.usefixtures("crd_installed")
 
 
 def prefix(world: Any) -> str:
@@ -70,42 +50,6 @@ def foreign_lease(client: Any, node: str, holder: str, age: float = 0, duration:
     body = leases.new_lease(leases.node_lease_name(node), NS, holder, duration, when, leases.owner_reference(obj))
     body["spec"]["leaseTransitions"] = transitions
     return client.post(leases.leases_path(NS), body)
-
-
-def events_of(client: Any, name: str, reason: str) -> List[Dict[str, Any]]:
-    return [e for e in recent_events(client, name, limit=100) if e["reason"] == reason]
-
-
-class Background:
-    """An ansible-playbook process running on its own, its task results readable as they come."""
-
-    def __init__(self, tmp: Path, name: str, tasks: List[Dict[str, Any]], kubeconfig: str) -> None:
-        self.record = tmp / f"{name}.jsonl"
-        playbook = tmp / f"{name}.yml"
-        playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
-        env = ansible_env(kubeconfig, {"NMO_RECORD_FILE": str(self.record)})
-        cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), "-i", "localhost,", "-c", "local"]
-        self.log = tmp / f"{name}.log"
-        with open(self.log, "w") as log:  # the child keeps its own copy of the descriptor
-            self.proc = subprocess.Popen(cmd, env=env, cwd=str(ROOT), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-
-    def results(self, task: str) -> List[Dict[str, Any]]:
-        if not self.record.exists():
-            return []
-        lines = [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
-        return [r for r in lines if r["task"] == task]
-
-    def result(self, task: str) -> Optional[Dict[str, Any]]:
-        found = self.results(task)
-        return found[-1] if found else None
-
-    def finish(self, timeout: float = 120) -> int:
-        return self.proc.wait(timeout=timeout)
-
-    def kill(self) -> None:
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
 
 
 def holding_tasks(node_args: Dict[str, Any], release_file: Path, timeout: int = 120) -> List[Dict[str, Any]]:
@@ -162,30 +106,30 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
 # -- two processes at once -------------------------------------------------------------------
 def one_round(cluster: Any, world: Any, tmp: Path, nodes: List[str], nms: Dict[str, str], round_no: int) -> None:
     c = cluster.client
-    procs = {n: Background(tmp, f"{n}-{round_no}", holding_tasks(args(world, n), tmp / f"release-{n}-{round_no}"),
+    procs = {n: run_tasks(tmp, f"{n}-{round_no}", holding_tasks(args(world, n), tmp / f"release-{n}-{round_no}"),
                            cluster.kubeconfig) for n in nodes}
     try:
-        first = wait_for(lambda: next((n for n in nodes if procs[n].result("acquire")), None), 90,
+        first = wait_for(lambda: next((n for n in nodes if procs[n].last("acquire")), None), 90,
                          "one process to acquire")
         second = next(n for n in nodes if n != first)
         # the other one is waiting, and says so on its NodeMaintenance
         wait_for(lambda: (maintenance.get(c, nms[second]).get("status") or {}).get("lastError", "")
                  .startswith(BLOCKED_PREFIX), 60, f"{second} to report that it waits")
-        assert procs[second].result("acquire") is None and procs[second].proc.poll() is None
+        assert procs[second].last("acquire") is None and procs[second].proc.poll() is None
         assert slots(c, world) == {f"{prefix(world)}-0": first}
         assert lease_of(c, f"node-{first}") is not None and lease_of(c, f"node-{second}") is None
         assert maintenance.get(c, nms[second])["status"]["phase"] == "Pending"
 
         (tmp / f"release-{first}-{round_no}").touch()
-        assert procs[first].finish() == 0
-        wait_for(lambda: procs[second].result("acquire"), 60, f"{second} to acquire after {first} released")
+        assert procs[first].wait(120) == 0
+        wait_for(lambda: procs[second].last("acquire"), 60, f"{second} to acquire after {first} released")
         assert slots(c, world) == {f"{prefix(world)}-0": second}
         assert lease_of(c, f"node-{first}") is None
-        got = procs[second].result("acquire")
+        got = procs[second].last("acquire")
         assert got["status"] == "ok" and got["result"]["waited"] > 0
         assert any(h["holder"] == first and h["kind"] == "slot" for h in got["result"]["holders"])
         (tmp / f"release-{second}-{round_no}").touch()
-        assert procs[second].finish() == 0
+        assert procs[second].wait(120) == 0
         assert slots(c, world) == {}
     finally:
         for p in procs.values():
@@ -206,15 +150,15 @@ def test_two_runs_with_concurrency_one_never_overlap(cluster, world, tmp_path):
 
 def test_two_runs_with_concurrency_two_both_proceed(cluster, world, tmp_path):
     nodes = world.add_nodes(workers=2)
-    procs = {n: Background(tmp_path, n, holding_tasks(args(world, n, concurrency=2), tmp_path / f"release-{n}"),
+    procs = {n: run_tasks(tmp_path, n, holding_tasks(args(world, n, concurrency=2), tmp_path / f"release-{n}"),
                            cluster.kubeconfig) for n in nodes}
     try:
-        wait_for(lambda: all(p.result("acquire") for p in procs.values()), 90, "both to acquire")
+        wait_for(lambda: all(p.last("acquire") for p in procs.values()), 90, "both to acquire")
         assert sorted(slots(cluster.client, world).values()) == sorted(nodes)
         assert all(lease_of(cluster.client, f"node-{n}") for n in nodes)
         for n in nodes:
             (tmp_path / f"release-{n}").touch()
-        assert all(p.finish() == 0 for p in procs.values())
+        assert all(p.wait(120) == 0 for p in procs.values())
         assert slots(cluster.client, world) == {}
     finally:
         for p in procs.values():
@@ -263,7 +207,7 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
     nm, _changed = maintenance.ensure(cluster.client, node)
     name = nm["metadata"]["name"]
     foreign_lease(cluster.client, node, "NodeHealthCheck-x", duration=600)
-    run = Background(tmp_path, "waiting", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
+    run = run_tasks(tmp_path, "waiting", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
         **args(world, node), "wait": True, "timeout": 60}}], cluster.kubeconfig)
     try:
         wait_for(lambda: events_of(cluster.client, name, "BlockedByNodeHealthCheck"), 60, "the blocked event")
@@ -271,11 +215,11 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
         held = lease_of(cluster.client, f"node-{node}")
         held["spec"]["renewTime"] = leases.format_time(leases.utcnow() - timedelta(seconds=598))
         cluster.client.put(leases.leases_path(NS, f"node-{node}"), held)
-        assert run.finish() == 0
+        assert run.wait(120) == 0
     finally:
         if run.proc.poll() is None:
             run.kill()
-    res = run.result("acquire")["result"]
+    res = run.last("acquire")["result"]
     assert res["waited"] > 0 and res["holders"][0]["holder"] == "NodeHealthCheck-x"
     assert [a["action"] for a in res["acquired"]] == ["created", "taken_over"]
     assert lease_of(cluster.client, f"node-{node}")["spec"]["leaseTransitions"] == 1
@@ -289,9 +233,9 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
 # -- crash and rerun ---------------------------------------------------------------------------
 def test_rerun_after_a_crash_resumes_with_its_own_slot_and_lease(cluster, world, tmp_path):
     node, other = world.add_nodes(workers=2)
-    run = Background(tmp_path, "crashing", holding_tasks(args(world, node), tmp_path / "never"), cluster.kubeconfig)
+    run = run_tasks(tmp_path, "crashing", holding_tasks(args(world, node), tmp_path / "never"), cluster.kubeconfig)
     try:
-        wait_for(lambda: run.result("acquire"), 90, "the first run to acquire")
+        wait_for(lambda: run.last("acquire"), 90, "the first run to acquire")
     finally:
         run.kill()  # killed in the middle of its maintenance
     before = lease_of(cluster.client, f"node-{node}")["spec"]
@@ -332,7 +276,7 @@ def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world
     name = nm["metadata"]["name"]
     message = f"etcd quorum is not maintained when node {cp[1]} is remediated"
 
-    run = Background(tmp_path, "cp1", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
+    run = run_tasks(tmp_path, "cp1", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
         **args(world, cp[1]), "wait": True, "timeout": 90}}], cluster.kubeconfig)
     try:
         event = wait_for(lambda: [e for e in events_of(cluster.client, name, "EtcdQuorumNotMaintained")
@@ -344,11 +288,11 @@ def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world
         assert slots(cluster.client, world) == {}
 
         world.set_pod_ready("kube-system", f"etcd-{cp[0]}", True)
-        assert run.finish() == 0
+        assert run.wait(120) == 0
     finally:
         if run.proc.poll() is None:
             run.kill()
-    got = run.result("acquire")["result"]
+    got = run.last("acquire")["result"]
     assert got["etcd"]["allowed"] and got["etcd"]["flavour"] == "kubeadm" and got["waited"] > 0
     assert lease_of(cluster.client, f"node-{cp[1]}") is not None
 

@@ -8,7 +8,6 @@ from helpers import run_module
 from topology import WORLD_LABEL
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
 
 from .maintenance_support import (
     leases_naming,
@@ -19,15 +18,10 @@ from .maintenance_support import (
     wait_clean,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crd_installed")]
 
 USER_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 LABEL = "remediation.medik8s.io/exclude-from-remediation"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def nm_crd(cluster: Any) -> None:
-    crd.ensure(cluster.client)
 
 
 def args(world: Any, node: str, **extra: Any) -> Dict[str, Any]:

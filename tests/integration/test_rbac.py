@@ -9,9 +9,7 @@ events, namespaces or the CRD.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any, Dict, List, Set, Tuple
+from typing import Any, Dict, Set, Tuple
 
 import pytest
 from helpers import run_module
@@ -31,6 +29,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.crd im
 
 from .maintenance_support import (
     LEASES,
+    AuditLog,
     RestrictedUser,
     leases_naming,
     maintenance_of,
@@ -43,29 +42,6 @@ from .maintenance_support import (
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
-
-
-class AuditLog:
-    """The API server's audit log (.cluster/audit.log, one JSON line per request stage),
-    from the moment this was made."""
-
-    def __init__(self, cluster: Any) -> None:
-        self.path = Path(cluster.dir) / "audit.log"
-        self.start = self.path.stat().st_size
-
-    def requests_of(self, user: str) -> List[Dict[str, Any]]:
-        with self.path.open("rb") as handle:
-            handle.seek(self.start)
-            lines = handle.read().splitlines()
-        entries = []
-        for line in lines:
-            try:
-                entry = json.loads(line)
-            except ValueError:  # a line being written as we read
-                continue
-            if entry.get("stage") == "ResponseComplete" and entry.get("user", {}).get("username") == user:
-                entries.append(entry)
-        return entries
 
 
 def run_leases(client: Any) -> Set[str]:

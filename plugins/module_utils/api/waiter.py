@@ -13,7 +13,7 @@ import json
 import queue
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from ..errors import ApiError, WaitTimeout, api_error
 from .client import Client, iter_lines
@@ -187,9 +187,6 @@ class Watcher:
         for event in events:
             self._apply(event)
         return events
-
-    def items(self) -> Iterator[Dict[str, Any]]:
-        return iter(self.objects.values())
 
 
 class MultiWatcher:

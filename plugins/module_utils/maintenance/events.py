@@ -146,16 +146,3 @@ class EventRecorder:
         except NotFound:  # expired or deleted meanwhile: start over, once
             self._counts.pop(name, None)
             return None if again else self._record(obj, reason, message, etype, again=True)
-
-
-def recent_events(client: Client, name: str, kind: Optional[str] = None, limit: int = 20,
-                  namespace: str = EVENT_NAMESPACE) -> list:
-    """Events about ``name`` (newest last), as `kubectl get events --field-selector` shows them."""
-    selector = f"involvedObject.name={name}"
-    if kind:
-        selector += f",involvedObject.kind={kind}"
-    items = client.get(f"/api/v1/namespaces/{namespace}/events", {"fieldSelector": selector}).get("items", [])
-    items.sort(key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
-    return [{"type": e.get("type"), "reason": e.get("reason"), "message": e.get("message"),
-             "count": e.get("count", 1), "lastTimestamp": e.get("lastTimestamp") or e.get("eventTime")}
-            for e in items[-limit:]]

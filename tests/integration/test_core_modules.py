@@ -1,5 +1,7 @@
 """nmo_taint, nmo_cordon, nmo_crd and nmo_info run through Ansible against the local cluster."""
 
+import re
+
 import pytest
 from helpers import run_module
 from topology import wait_for
@@ -11,10 +13,13 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import
     apply_taints,
 )
 
+from .maintenance_support import AuditLog
+
 pytestmark = pytest.mark.cluster
 
 USER_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 NM_API = "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances"
+ADMIN = "admin"  # the user of cluster.kubeconfig (hack/cluster's admin certificate)
 
 
 def taints(cluster, node):
@@ -60,8 +65,10 @@ def test_taint_add_and_remove_keeps_user_taints(cluster, world):
     assert first["taints_before"] == as_read
     assert keys(taints(cluster, node)) == keys(MAINTENANCE_TAINTS + [USER_TAINT])
     assert "medik8s.io/drain" in first["_stdout"], "diff not shown"
+    audit = AuditLog(cluster)
     second = run_module("nmo_taint", {"node": node}, cluster.kubeconfig)
-    assert not second["changed"] and second["api_requests"] == 1, "an unchanged node must cost one read, no write"
+    assert not second["changed"]
+    assert audit.settled().writes_of(ADMIN) == [], "nothing to change, yet something was written"
 
     world.cordon(node, False)
     wait_taint_keys(cluster, node, [DRAIN_TAINT, USER_TAINT])
@@ -128,12 +135,30 @@ def test_cordon_only_without_label_and_custom_label_key(cluster, world):
     assert world.node(node)["metadata"]["labels"]["medik8s.io/exclude-from-remediation"] == "true"
 
 
-def test_crd_install_is_idempotent_and_prints_columns(cluster, crd_installed):
+def table(text):
+    """kubectl's table output as dicts, cut at the header's column starts (values may hold spaces)."""
+    header, *rows = text.splitlines()
+    starts = [m.start() for m in re.finditer(r"\S+", header)]
+    bounds = list(zip(starts, starts[1:] + [None]))
+    return [{header[a:b].strip(): row[a:b].strip() for a, b in bounds} for row in rows]
+
+
+def test_crd_install_is_idempotent_and_kubectl_get_nm_prints_node_phase_progress_age(cluster, world, crd_installed):
     again = run_module("nmo_crd", {"object": "crd"}, cluster.kubeconfig)
     assert not again["changed"] and again["crd"]["state"] == "unchanged"
-    crd = cluster.client.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
-                             "nodemaintenances.nodemaintenance.medik8s.io")
-    assert crd["spec"]["names"]["shortNames"] == ["nm"]
+    (node,) = world.add_nodes(workers=1)
+    created = run_module("nmo_crd", {"node": node, "reason": "disk swap",
+                                     "status": {"phase": "Running", "drainProgress": 40}}, cluster.kubeconfig)
+    name = created["maintenance"]["name"]
+
+    shown = cluster.kubectl("get", "nm", name)  # the short name, as an operator types it
+    assert shown.stdout.splitlines()[0].split() == ["NAME", "NODE", "PHASE", "PROGRESS", "AGE"]
+    (row,) = table(shown.stdout)
+    assert {k: row[k] for k in ("NAME", "NODE", "PHASE", "PROGRESS")} == \
+        {"NAME": name, "NODE": node, "PHASE": "Running", "PROGRESS": "40"}
+    assert re.fullmatch(r"\d+(s|m\d*s?|h\d*m?)", row["AGE"]), row["AGE"]
+    (wide,) = table(cluster.kubectl("get", "nm", name, "-o", "wide").stdout)
+    assert list(wide) == ["NAME", "NODE", "PHASE", "PROGRESS", "REASON", "AGE"] and wide["REASON"] == "disk swap"
 
 
 def test_nodemaintenance_lifecycle_status_and_events(cluster, world, crd_installed):
@@ -220,13 +245,13 @@ def test_info_reports_the_whole_picture(cluster, world, crd_installed):
     assert report["maintenance"]["lastError"] == "Cannot evict pod"
     assert "BeginMaintenance" in [e["reason"] for e in report["events"]]
 
+    audit = AuditLog(cluster)
     listing = run_module("nmo_info", {"label_selector": f"nmo.test/world={world.id}", "only_in_maintenance": True},
                          cluster.kubeconfig)
     assert [r["node"] for r in listing["nodes"]] == [busy]
-    assert listing["api_requests"] == 4
 
     chosen = run_module("nmo_info", {"nodes": [idle, busy, f"node-{world.id}-gone"], "events_limit": 0},
                         cluster.kubeconfig)
     assert [r["node"] for r in chosen["nodes"]] == sorted([busy, idle]), "only the nodes asked about"
     assert all(r["events"] == [] for r in chosen["nodes"]), "events_limit 0 returns no events"
-    assert chosen["api_requests"] == 5, "three nodes read one by one, the NodeMaintenances and leases; no events"
+    assert audit.settled().writes_of(ADMIN) == [], "nmo_info is read-only, yet it wrote"

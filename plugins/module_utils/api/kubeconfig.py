@@ -1,7 +1,7 @@
 """A kubeconfig (or a pod's service account) read without the ``kubernetes`` package.
 
-Importing ``kubernetes`` costs 0.3-0.7 s, paid by every module task; a maintenance makes
-a dozen of them a node. The common kubeconfigs (client certificates, a token, a CA, with
+Importing ``kubernetes`` costs 0.3-0.7 s, paid by every module task that imports it, and
+the role runs several module tasks a node. The common kubeconfigs (client certificates, a token, a CA, with
 files or inline data) are read here; anything else (exec plugins, auth providers) is left
 to the ``kubernetes`` package, which ``client.py`` falls back to.
 

@@ -107,7 +107,7 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
 def one_round(cluster: Any, world: Any, tmp: Path, nodes: List[str], nms: Dict[str, str], round_no: int) -> None:
     c = cluster.client
     procs = {n: run_tasks(tmp, f"{n}-{round_no}", holding_tasks(args(world, n), tmp / f"release-{n}-{round_no}"),
-                           cluster.kubeconfig) for n in nodes}
+                          cluster.kubeconfig) for n in nodes}
     try:
         first = wait_for(lambda: next((n for n in nodes if procs[n].last("acquire")), None), 90,
                          "one process to acquire")
@@ -151,7 +151,7 @@ def test_two_runs_with_concurrency_one_never_overlap(cluster, world, tmp_path):
 def test_two_runs_with_concurrency_two_both_proceed(cluster, world, tmp_path):
     nodes = world.add_nodes(workers=2)
     procs = {n: run_tasks(tmp_path, n, holding_tasks(args(world, n, concurrency=2), tmp_path / f"release-{n}"),
-                           cluster.kubeconfig) for n in nodes}
+                          cluster.kubeconfig) for n in nodes}
     try:
         wait_for(lambda: all(p.last("acquire") for p in procs.values()), 90, "both to acquire")
         assert sorted(slots(cluster.client, world).values()) == sorted(nodes)

@@ -4,11 +4,11 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import state
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,
-    apply_taints,
 )
 
 pytestmark = pytest.mark.cluster
@@ -81,7 +81,7 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
         if attempt == 0:  # between our read and our write, someone adds a taint
             set_taints(cluster, node, [USER_TAINT])
 
-    changed = apply_taints(cluster.client, node, [DRAIN_TAINT], True, before_write=racing_writer)[3]
+    changed = state.apply(cluster.client, node, state.Wanted(add=[DRAIN_TAINT]), before_write=racing_writer).changed
     assert attempts == [0, 1], "the guarded patch did not fail and retry"
     assert changed
     assert keys(taints(cluster, node)) == keys([DRAIN_TAINT, USER_TAINT])

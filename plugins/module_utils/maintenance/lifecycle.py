@@ -423,7 +423,8 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         try:
             nm, result["recorded"] = maintenance.update_status(
                 client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
-            recorder.record(nm, events.FAILED_MAINTENANCE, f"Failed a node maintenance: {truncate(error, 900)}")
+            if result["recorded"]:  # the same failure told again is not news
+                recorder.record(nm, events.FAILED_MAINTENANCE, f"Failed a node maintenance: {truncate(error, 900)}")
         except NmoError as exc:  # the rollback below must run even if the API refuses this
             result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
                                       f"{nm['metadata']['name']}: {exc}")

@@ -230,3 +230,31 @@ def test_info_reports_the_whole_picture(cluster, world, crd_installed):
     assert [r["node"] for r in chosen["nodes"]] == sorted([busy, idle]), "only the nodes asked about"
     assert all(r["events"] == [] for r in chosen["nodes"]), "events_limit 0 returns no events"
     assert chosen["api_requests"] == 5, "three nodes read one by one, the NodeMaintenances and leases; no events"
+
+
+def test_info_waits_for_ready_and_says_what_the_node_says_when_it_is_not(cluster, world):
+    from topology import WORLD_LABEL
+
+    from .maintenance_support import Background
+
+    name = f"node-{world.id}-no-kubelet"  # no kwok annotation: nobody reports its status
+    cluster.client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                          "metadata": {"name": name, "labels": {WORLD_LABEL: world.id}}})
+    try:
+        args = {"node": name, "wait_ready": True, "events_limit": 0}
+        late = run_module("nmo_info", {**args, "ready_timeout": 2}, cluster.kubeconfig)
+        assert late["failed"] and late["msg"].startswith("timed out after 2 s: node ") and \
+            "reports no Ready condition" in late["msg"] and "kubelet" in late["msg"], late["msg"]
+
+        waiting = Background(lambda: run_module("nmo_info", {**args, "ready_timeout": 120}, cluster.kubeconfig))
+        now = "2026-12-01T10:00:00Z"
+        cluster.client.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "back",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, "merge")
+        ready = waiting.join(150)
+        assert not ready.get("failed"), ready.get("msg")
+        assert ready["nodes"][0]["ready"] is True and ready["waited"] < 60
+        refused = run_module("nmo_info", {"wait_ready": True}, cluster.kubeconfig)
+        assert refused["failed"] and refused["msg"] == "wait_ready needs node: it waits for one node"
+    finally:
+        cluster.client.delete(f"/api/v1/nodes/{name}")

@@ -11,6 +11,15 @@ description:
   - Sets C(spec.unschedulable) and the label that tells Node Health Check to leave the node
     alone (C(remediation.medik8s.io/exclude-from-remediation=true)), in one request, and
     only what differs. Nothing is written when the node is already as asked.
+  - Cordon and the C(node.kubernetes.io/unschedulable:NoSchedule) taint are one thing;
+    Kubernetes' node-lifecycle controller keeps that taint equal to C(spec.unschedulable).
+    This module writes the taint in the same request as the cordon (added with it, removed
+    with the uncordon), so nothing sees one without the other and nothing waits on the
+    controller; every other taint is left to M(nmo.maintenance.nmo_taint). The two modules can
+    be called in any order.
+  - The request is a JSON Patch that tests what it changes as read (the taints, a label or
+    annotation it removes), so a concurrent writer is never overwritten; the module reads
+    again and retries, up to 5 times.
   - With O(maintenance), records a C(Cordon) event on that NodeMaintenance; uncordoning
     records C(UncordonNode) on the Node.
 author:
@@ -23,7 +32,7 @@ attributes:
     description: Reads the node and reports what it would change; writes nothing.
   diff_mode:
     support: full
-    description: Shows cordon and label before and after.
+    description: Shows cordon, label and taints before and after.
 options:
   node:
     description: Name of the node.
@@ -78,6 +87,18 @@ after:
   description: C(unschedulable) and C(label) after the change (or as they would be).
   returned: always
   type: dict
+taints_before:
+  description: The node's taints as read.
+  returned: always
+  type: list
+  elements: dict
+taints_after:
+  description: >-
+    The node's taints after the change: C(node.kubernetes.io/unschedulable:NoSchedule) with the
+    cordon, without it after the uncordon.
+  returned: always
+  type: list
+  elements: dict
 api_requests:
   description: Requests made to the API server.
   returned: always
@@ -100,7 +121,9 @@ def core(client, params, check_mode):
                             params["state"] == "cordoned", params["label_key"], params["label"], check_mode,
                             params["maintenance"], params["annotations"])
     return {"changed": done["changed"], "before": done["before"], "after": done["after"],
-            "diff": {"before": done["before"], "after": done["after"]}}
+            "taints_before": done["taints_before"], "taints_after": done["taints_after"],
+            "diff": {"before": {**done["before"], "taints": done["taints_before"]},
+                     "after": {**done["after"], "taints": done["taints_after"]}}}
 
 
 ARGUMENT_SPEC = {

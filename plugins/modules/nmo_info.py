@@ -52,6 +52,19 @@ options:
     description: How many recent events to return per node, 0 to 1000; V(0) reads no events at all.
     type: int
     default: 10
+  wait_ready:
+    description:
+      - With O(node), first wait until the node's C(Ready) condition is C(True), for at most
+        O(ready_timeout) seconds, then describe it. The wait is one watch on the node; it ends
+        with the first status update that says Ready, and asks nothing more of the API server meanwhile.
+      - On timeout the task fails, saying what the node's C(Ready) condition says (reason,
+        message, last heartbeat).
+    type: bool
+    default: false
+  ready_timeout:
+    description: With O(wait_ready), how long to wait, in seconds.
+    type: int
+    default: 600
 """
 
 EXAMPLES = r"""
@@ -68,6 +81,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+waited:
+  description: With O(wait_ready), the seconds spent waiting for the node to be Ready.
+  returned: with wait_ready
+  type: float
 missing:
   description: The names of O(nodes) that no node of the cluster has, in the order given.
   returned: always
@@ -123,17 +140,32 @@ api_requests:
   type: int
 """
 
+import time
+
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.info import describe, in_maintenance, missing
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.ready import wait_ready
 
 
 def core(client, params, check_mode):
+    waited = None
+    if params["wait_ready"]:
+        if not params["node"]:
+            raise InputError("wait_ready needs node: it waits for one node")
+        if params["ready_timeout"] < 0:
+            raise InputError(f"ready_timeout must be 0 or more seconds, got {params['ready_timeout']}")
+        started = time.monotonic()
+        wait_ready(client, params["node"], params["ready_timeout"])
+        waited = round(time.monotonic() - started, 1)
     reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
                        only=params["nodes"])
     result = {"changed": False, "missing": missing(params["nodes"], reports)}
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]
+    if waited is not None:
+        result["waited"] = waited
     return {**result, "nodes": reports}
 
 
@@ -143,7 +175,9 @@ ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str"},
     "only_in_maintenance": {"type": "bool", "default": False},
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
-    "events_limit": {"type": "int", "default": 10}}
+    "events_limit": {"type": "int", "default": 10},
+    "wait_ready": {"type": "bool", "default": False},
+    "ready_timeout": {"type": "int", "default": 600}}
 
 
 def main():

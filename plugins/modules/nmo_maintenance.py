@@ -17,11 +17,18 @@ description:
     and the medik8s node lease (waiting for them with O(wait=true)); the maintenance taints
     C(node.kubernetes.io/unschedulable:NoSchedule) and C(medik8s.io/drain:NoSchedule),
     keeping every other taint; cordon and the exclude-from-remediation label (C(Cordon)).
-  - O(state=absent), in order. Uncordon, remove the label and set O(annotations)
-    (C(UncordonNode)); remove the maintenance taints; release our node lease and slots;
+  - O(state=absent), in order. Uncordon, remove the label and the maintenance taints and set
+    O(annotations), in one request (C(UncordonNode)); release our node lease and slots;
     record O(events) on the C(NodeMaintenance), then delete it (C(RemovedMaintenance)).
+  - O(state=failed), the maintenance failed with O(error). The C(NodeMaintenance) keeps the
+    story (phase C(Failed), C(lastError), C(FailedMaintenance); in operator mode the status is
+    NMO's). With O(rollback=true) the node then returns to service; the steps of O(reached) are
+    undone as by O(state=absent), and the C(NodeMaintenance) is kept as the record (in operator
+    mode it is deleted, which is how NMO is told to let the node go). With O(rollback=false) the
+    node stays in maintenance for a later run to resume. A maintenance that another run, alive,
+    holds now is left to it (C(left_to)); nothing is recorded or undone.
   - Each call stops at the first error. The failure carries C(reached), the steps that were
-    done, so a rollback undoes exactly those.
+    done; O(state=failed) with that O(reached) undoes exactly those.
   - A rerun does only what is missing; a node already as asked gives C(changed=false),
     except that O(state=present) renews the leases it holds.
 author:
@@ -46,9 +53,10 @@ options:
   state:
     description:
       - V(present) puts the node in maintenance (everything before the drain); V(absent)
-        returns it to service and deletes its C(NodeMaintenance).
+        returns it to service and deletes its C(NodeMaintenance); V(failed) records a failure
+        and rolls back (O(rollback)).
     type: str
-    choices: [present, absent]
+    choices: [present, absent, failed]
     default: present
   name:
     description:
@@ -102,6 +110,26 @@ options:
         type: str
         choices: [maintenance, node]
         default: maintenance
+  error:
+    description:
+      - With O(state=failed), what failed, for C(lastError) (cut at 1000 characters) and the
+        C(FailedMaintenance) event.
+    type: str
+    default: ""
+  reached:
+    description:
+      - With O(state=failed), the begin steps that were done (the C(reached) of the
+        O(state=present) call, failed or not); only those are undone. Omitted, all of them (a
+        maintenance that got past its begin, or was resumed).
+    type: list
+    elements: str
+    choices: [maintenance, lease, taints, cordon]
+  rollback:
+    description:
+      - With O(state=failed), V(true) returns the node to service; V(false) keeps it in
+        maintenance (the role's C(node_maintenance_failure_policy=keep)).
+    type: bool
+    default: true
   mode:
     description:
       - V(standalone), this collection does the node's work. V(operator), a running Node
@@ -144,10 +172,23 @@ RETURN = r"""
 reached:
   description:
     - The steps done, in order. V(maintenance), V(lease), V(taints), V(cordon) for
-      O(state=present); V(uncordon), V(taints), V(lease), V(maintenance) for O(state=absent).
+      O(state=present); V(uncordon), V(taints), V(lease), V(maintenance) for O(state=absent)
+      and for the rollback of O(state=failed).
   returned: always, and with a failure
   type: list
   elements: str
+recorded:
+  description: Whether the failure was written to the NodeMaintenance's status.
+  returned: state=failed
+  type: bool
+rolled_back:
+  description: Whether the node was returned to service.
+  returned: state=failed
+  type: bool
+left_to:
+  description: The run, alive, that holds the maintenance now; nothing was done for it.
+  returned: state=failed
+  type: str
 maintenance:
   description: The NodeMaintenance (name, phase, drainProgress, pendingPods, lastError).
   returned: always
@@ -158,7 +199,7 @@ created:
   type: bool
 deleted:
   description: Whether the NodeMaintenance was deleted by this call.
-  returned: state=absent
+  returned: state=absent, state=failed
   type: bool
 lease:
   description: The slot and node lease held (slot, lease, expires, waited, etcd, holders, acquired).
@@ -216,12 +257,15 @@ def core(client, params, check_mode):
                              run_id=params["run_id"] or "", mode=params["mode"])
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
+    if params["state"] == "failed":
+        reached = params["reached"] if params["reached"] is not None else list(lifecycle.BEGIN_STEPS)
+        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode)
     return lifecycle.begin(client, opts, check_mode)
 
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
-    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "state": {"type": "str", "choices": ["present", "absent", "failed"], "default": "present"},
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
@@ -230,6 +274,9 @@ ARGUMENT_SPEC = {
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},
     "events": EVENTS_SPEC,
+    "error": {"type": "str", "default": ""},
+    "reached": {"type": "list", "elements": "str", "choices": list(lifecycle.BEGIN_STEPS)},
+    "rollback": {"type": "bool", "default": True},
     "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"}}
 
 

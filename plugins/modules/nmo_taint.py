@@ -17,6 +17,14 @@ description:
     5 times, before it fails.
   - Only a failed C(test) operation means someone else wrote the taints; any other refusal of
     the patch (C(422 Invalid)) fails at once with the API server's own message.
+  - C(node.kubernetes.io/unschedulable:NoSchedule) follows the cordon. Kubernetes'
+    node-lifecycle controller keeps that taint equal to C(spec.unschedulable), putting it back
+    on a cordoned node and taking it off a schedulable one. So this module adds it only to a
+    cordoned node and removes it only from a schedulable one; otherwise it leaves it, with a
+    warning, instead of writing what the controller undoes (a second run would report
+    C(changed) again). M(nmo.maintenance.nmo_cordon) writes it with the cordon. Called in
+    any order, the two modules therefore end with the node as asked, and a second run of
+    either changes nothing.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
@@ -80,16 +88,19 @@ api_requests:
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import MAINTENANCE_TAINTS, apply_taints
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import state
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.state import Wanted
+from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import MAINTENANCE_TAINTS
 
 
 def core(client, params, check_mode):
     validation.node_name(params["node"])
     wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
     validation.taints(wanted)
-    before, after, _node, changed = apply_taints(client, params["node"], wanted, params["state"] == "present",
-                                                 check_mode)
-    return {"changed": changed, "taints_before": before, "taints_after": after,
+    change = Wanted(add=list(wanted)) if params["state"] == "present" else Wanted(remove=list(wanted))
+    done = state.apply(client, params["node"], change, check_mode)
+    before, after = done.before["taints"], done.after["taints"]
+    return {"changed": done.changed, "taints_before": before, "taints_after": after, "warnings": done.held,
             "diff": {"before": {"taints": before}, "after": {"taints": after}}}
 
 

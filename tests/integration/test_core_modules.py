@@ -6,11 +6,11 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import state
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,
-    apply_taints,
 )
 
 from .maintenance_support import AuditLog
@@ -88,7 +88,7 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
         if attempt == 0:  # between our read and our write, someone adds a taint
             set_taints(cluster, node, [USER_TAINT])
 
-    changed = apply_taints(cluster.client, node, [DRAIN_TAINT], True, before_write=racing_writer)[3]
+    changed = state.apply(cluster.client, node, state.Wanted(add=[DRAIN_TAINT]), before_write=racing_writer).changed
     assert attempts == [0, 1], "the guarded patch did not fail and retry"
     assert changed
     assert keys(taints(cluster, node)) == keys([DRAIN_TAINT, USER_TAINT])
@@ -255,3 +255,31 @@ def test_info_reports_the_whole_picture(cluster, world, crd_installed):
     assert [r["node"] for r in chosen["nodes"]] == sorted([busy, idle]), "only the nodes asked about"
     assert all(r["events"] == [] for r in chosen["nodes"]), "events_limit 0 returns no events"
     assert audit.settled().writes_of(ADMIN) == [], "nmo_info is read-only, yet it wrote"
+
+
+def test_info_waits_for_ready_and_says_what_the_node_says_when_it_is_not(cluster, world):
+    from topology import WORLD_LABEL
+
+    from .maintenance_support import Background
+
+    name = f"node-{world.id}-no-kubelet"  # no kwok annotation: nobody reports its status
+    cluster.client.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
+                                          "metadata": {"name": name, "labels": {WORLD_LABEL: world.id}}})
+    try:
+        args = {"node": name, "wait_ready": True, "events_limit": 0}
+        late = run_module("nmo_info", {**args, "ready_timeout": 2}, cluster.kubeconfig)
+        assert late["failed"] and late["msg"].startswith("timed out after 2 s: node ") and \
+            "reports no Ready condition" in late["msg"] and "kubelet" in late["msg"], late["msg"]
+
+        waiting = Background(lambda: run_module("nmo_info", {**args, "ready_timeout": 120}, cluster.kubeconfig))
+        now = "2026-12-01T10:00:00Z"
+        cluster.client.patch(f"/api/v1/nodes/{name}/status", {"status": {"conditions": [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "back",
+             "lastHeartbeatTime": now, "lastTransitionTime": now}]}}, "merge")
+        ready = waiting.join(150)
+        assert not ready.get("failed"), ready.get("msg")
+        assert ready["nodes"][0]["ready"] is True and ready["waited"] < 60
+        refused = run_module("nmo_info", {"wait_ready": True}, cluster.kubeconfig)
+        assert refused["failed"] and refused["msg"] == "wait_ready needs node: it waits for one node"
+    finally:
+        cluster.client.delete(f"/api/v1/nodes/{name}")

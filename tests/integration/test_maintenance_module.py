@@ -110,6 +110,69 @@ def test_blocked_begin_says_how_far_it_got_and_leaves_the_node_alone(cluster, wo
     assert node_clean(cluster.client, node) is None, "the node was touched without its leases"
 
 
+def test_failed_records_the_error_then_rolls_back_and_a_second_call_changes_nothing(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    cluster.client.patch(f"/api/v1/nodes/{node}", {"spec": {"taints": [USER_TAINT]}}, "merge")
+    prefix = f"t{world.id}-slot"
+    begun = run_module("nmo_maintenance", args(world, node), cluster.kubeconfig)
+    assert not begun.get("failed"), begun.get("msg")
+
+    failure = args(world, node, state="failed", error="Hooks | work: DIMM slot 3 not detected", reached=begun["reached"])
+    checked = run_module("nmo_maintenance", failure, cluster.kubeconfig, check=True)
+    assert checked["changed"] and checked["rolled_back"] and node_of(cluster, node)["spec"]["unschedulable"], \
+        "check mode wrote"
+    failed = run_module("nmo_maintenance", failure, cluster.kubeconfig)
+    assert not failed.get("failed"), failed.get("msg")
+    assert failed["changed"] and failed["recorded"] and failed["rolled_back"] and not failed["deleted"]
+    wait_clean(cluster.client, [node])
+    assert node_of(cluster, node)["spec"]["taints"] == [USER_TAINT]
+    assert LABEL not in node_of(cluster, node)["metadata"]["labels"]
+    nm = maintenance_of(cluster.client, node)
+    assert nm["status"]["phase"] == "Failed" and nm["status"]["lastError"] == failure["error"], "the record was lost"
+    assert "FailedMaintenance" in reasons_of(cluster.client, nm_name(node))
+    assert "UncordonNode" in reasons_of(cluster.client, node)
+    assert leases_naming(cluster.client, [node], prefix) == [], "the rollback keeps a lease"
+
+    again = run_module("nmo_maintenance", failure, cluster.kubeconfig)
+    assert not again.get("failed") and not again["changed"], again
+    assert reasons_of(cluster.client, nm_name(node)).count("FailedMaintenance") == 1
+
+
+def test_failed_without_rollback_keeps_the_node_in_maintenance_for_a_rerun(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    prefix = f"t{world.id}-slot"
+    assert not run_module("nmo_maintenance", args(world, node), cluster.kubeconfig).get("failed")
+    kept = run_module("nmo_maintenance", args(world, node, state="failed", error="gate: storage degraded",
+                                              rollback=False), cluster.kubeconfig)
+    assert not kept.get("failed") and kept["recorded"] and not kept["rolled_back"], kept
+    assert maintenance_of(cluster.client, node)["status"]["phase"] == "Failed"
+    assert node_clean(cluster.client, node) is not None, "the node left maintenance"
+    assert node_of(cluster, node)["spec"]["unschedulable"] is True
+    assert leases_naming(cluster.client, [node], prefix) != [], "its leases were released"
+
+
+def test_failed_undoes_only_the_steps_the_begin_reached(cluster, world):
+    """A begin blocked at the node lease (reached: maintenance): an administrator's cordon and
+    the other holder's lease stay; the NodeMaintenance says why."""
+    (node,) = world.add_nodes(workers=1)
+    world.cordon(node)
+    leases.ensure_namespace(cluster.client)
+    body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
+                            leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
+    cluster.client.post(leases.leases_path(leases.LEASE_NAMESPACE), body)
+    blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
+    assert blocked["reached"] == ["maintenance"], blocked
+
+    failed = run_module("nmo_maintenance", args(world, node, state="failed", error=blocked["msg"],
+                                                reached=blocked["reached"]), cluster.kubeconfig)
+    assert not failed.get("failed") and failed["rolled_back"], failed
+    assert node_of(cluster, node)["spec"]["unschedulable"] is True, "an administrator's cordon was undone"
+    lease = cluster.client.get(leases.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
+    assert lease["spec"]["holderIdentity"] == "node-healthcheck-x"
+    nm = maintenance_of(cluster.client, node)
+    assert nm["status"]["phase"] == "Failed" and "node-healthcheck-x" in nm["status"]["lastError"]
+
+
 def test_missing_node_is_refused_with_nothing_created(cluster, world):
     missing = f"node-{world.id}-absent"
     refused = run_module("nmo_maintenance", args(world, missing), cluster.kubeconfig)

@@ -28,6 +28,7 @@ from .maintenance_support import (
     Run,
     leases_naming,
     maintenance_of,
+    nm_name,
     node_clean,
     reasons_of,
     run,
@@ -134,6 +135,29 @@ def test_auto_mode_leaves_the_node_work_to_a_running_nmo(medik8s, cluster, world
         assert LABEL not in (cluster.client.get(f"/api/v1/nodes/{node}")["metadata"].get("labels") or {})
     begins = result.task("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label")
     assert begins and all(b["result"].get("mode") == "operator" for b in begins), begins
+
+
+def test_operator_mode_failure_rolls_back_through_nmo_and_stops_the_play(medik8s, cluster, world, user, tmp_path):
+    """The rescue in operator mode (nmo_maintenance state=failed): the NodeMaintenance is deleted,
+    which is how NMO is told to let the node go; the slot is released; the next node never starts."""
+    world.add_nodes(workers=2)
+    w1, w2 = world.workers
+    failing = tmp_path / "work.yml"
+    failing.write_text("- name: Replace the memory\n  ansible.builtin.fail:\n    msg: DIMM slot 3 not detected\n"
+                       f"  when: inventory_hostname == '{w1}'\n")
+    inventory = write_inventory(world, tmp_path)
+    result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
+                 extra_vars={"node_maintenance_hooks_work": [str(failing)]})
+    assert result.proc.returncode != 0
+    assert "mode operator" in result.output, "auto did not find NMO"
+    assert f"maintenance of node {w1} failed" in result.output and "It was rolled back" in result.output
+    wait_clean(cluster.client, [w1, w2])
+    assert maintenance_of(cluster.client, w1) is None, "NMO was not told to let the node go"
+    assert leases_naming(cluster.client, [w1, w2], slot_prefix(world)) == [], "the slot was kept"
+    assert maintenance_of(cluster.client, w2) is None and reasons_of(cluster.client, nm_name(w2)) == [], \
+        "the play went on after the failure"
+    rescued = result.task("Failed | Record it on the NodeMaintenance, then roll back or keep")
+    assert rescued and rescued[0]["result"].get("rolled_back") and rescued[0]["result"].get("deleted"), rescued
 
 
 def test_a_nodemaintenance_made_by_kubectl_is_left_to_nmo_and_counts(medik8s, cluster, world, user, tmp_path):

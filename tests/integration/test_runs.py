@@ -263,8 +263,7 @@ KILL_POINTS = {
     "work hook": "Hooks | Run on the node the hooks of phase work",
     "gate": "Gate | Attempts",
     "end": "End | Uncordon",
-    "failure record": "Failed | Record it on the NodeMaintenance",
-    "rollback": "Failed | Uncordon and remove the exclude-from-remediation label",
+    "failure and rollback": "Failed | Record it on the NodeMaintenance, then roll back or keep",
 }
 
 
@@ -288,7 +287,7 @@ def test_sigkill_of_ansible_playbook_leaves_no_writer_and_a_rerun_finishes(clust
         extra["node_maintenance_hooks_work"] = [gated]
     if point == "gate":
         extra["node_maintenance_gate"] = gated
-    if point in ("failure record", "rollback"):
+    if point == "failure and rollback":
         extra["node_maintenance_hooks_work"] = [hook_file(tmp_path, "failing.yml", FAILING_HOOK)]
         extra["test_fail"] = True
     inventory = write_inventory(world, tmp_path, node_maintenance_lease_timeout=300)

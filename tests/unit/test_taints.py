@@ -13,6 +13,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import
     without_taints,
 )
 
+from .node_patch import PatchTestFailed, apply
+
 USER = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 USER_EXEC = {"key": "medik8s.io/drain", "effect": "NoExecute"}  # same key, other effect: not ours
 
@@ -54,16 +56,25 @@ def test_remove_when_absent_is_unchanged():
     assert without_taints([USER], MAINTENANCE_TAINTS) == [USER]
 
 
-def test_guarded_patch_tests_what_was_read():
+def test_guarded_patch_writes_the_new_list_over_the_one_read():
+    node = {"spec": {"taints": [USER]}}
     ops = guarded_patch([USER], [UNSCHEDULABLE_TAINT, DRAIN_TAINT, USER])
-    assert ops[0] == {"op": "test", "path": "/spec/taints", "value": [USER]}
-    assert ops[1]["op"] == "replace"
+    assert ops == [{"op": "test", "path": "/spec/taints", "value": [USER]},
+                   {"op": "replace", "path": "/spec/taints", "value": [UNSCHEDULABLE_TAINT, DRAIN_TAINT, USER]}]
+    assert apply(node, ops)["spec"]["taints"] == [UNSCHEDULABLE_TAINT, DRAIN_TAINT, USER]
 
 
-def test_guarded_patch_adds_when_node_had_no_taints_field():
+def test_guarded_patch_fails_when_someone_wrote_the_taints_since_they_were_read():
+    ops = guarded_patch([USER], without_taints([USER], [USER]))
+    with pytest.raises(PatchTestFailed):
+        apply({"spec": {"taints": [USER, USER_EXEC]}}, ops)
+
+
+def test_guarded_patch_adds_the_field_to_a_node_that_had_none():
     ops = guarded_patch(None, MAINTENANCE_TAINTS)
-    assert ops[0]["value"] is None
-    assert ops[1] == {"op": "add", "path": "/spec/taints", "value": MAINTENANCE_TAINTS}
+    assert apply({"spec": {}}, ops)["spec"] == {"taints": MAINTENANCE_TAINTS}
+    with pytest.raises(PatchTestFailed):  # someone put taints on it meanwhile: not overwritten
+        apply({"spec": {"taints": [USER]}}, ops)
 
 
 @pytest.mark.parametrize("bad", [[{"effect": "NoSchedule"}], [{"key": "a", "effect": "Sometimes"}], ["a"]])

@@ -23,6 +23,7 @@ T = TypeVar("T")
 Event = Tuple[str, Dict[str, Any]]
 WAKE = "WAKE"
 REOPEN = RetryPolicy()  # the backoff between failed (re)opens of a watch
+POLL = RetryPolicy(first=0.05, cap=1.0, jitter=0.0)  # poll_until's backoff: 0.05 s doubling to 1 s
 
 
 def object_key(obj: Dict[str, Any]) -> str:
@@ -262,3 +263,22 @@ def wait_until(watcher: Watcher | MultiWatcher, check: Callable[[], Optional[T]]
         if deadline is not None:
             wait = min(wait, deadline - now)
         watcher.drain_events(max(wait, 0.01))
+
+
+def poll_until(check: Callable[[], Optional[T]], timeout: float, describe: Callable[[], str],
+               policy: RetryPolicy = POLL,
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> T:
+    """``check`` again after a growing backoff until it returns a value: for the few
+    conditions no watch can show (a resource the API server does not serve yet cannot be
+    watched either). Bounded by ``timeout``; on timeout ``describe()`` says what was awaited."""
+    deadline = clock() + timeout
+    attempt = 0
+    while True:
+        result = check()
+        if result is not None:
+            return result
+        attempt += 1
+        now = clock()
+        if now >= deadline:
+            raise WaitTimeout(f"timed out after {timeout:g} s: {describe()}")
+        sleep(min(policy.delay(attempt), deadline - now))

@@ -204,20 +204,16 @@ def disrupted_nodes(client: Client, names: Iterable[str], about_to_go: Set[str])
     return found
 
 
-def verdict(client: Client, node: str, flavour: str, options: Options, about_to_go: Set[str],
-            pods: Optional[List[Obj]] = None, pdbs: Optional[List[Obj]] = None) -> Verdict:
-    """Read what the flavour needs (unless given, e.g. from watchers) and decide."""
+def verdict(client: Client, node: str, flavour: str, options: Options, about_to_go: Set[str]) -> Verdict:
+    """Read what the flavour needs and decide."""
     if flavour == "none":
         return no_etcd_verdict(options.guard_namespace, options.pod_selector, options.pod_namespace)
     if flavour == "openshift":
-        if pdbs is None:
-            pdbs = client.get(pdbs_path(options.guard_namespace)).get("items", [])
-        if pods is None:
-            pods = client.get(pods_path(options.guard_namespace)).get("items", [])
+        pdbs = client.get(pdbs_path(options.guard_namespace)).get("items", [])
+        pods = client.get(pods_path(options.guard_namespace)).get("items", [])
         disrupted = disrupted_nodes(client, {pod_node(p) for p in pods} - {node, ""}, about_to_go)
         return openshift_verdict(node, pdbs, pods, disrupted, options.guard_namespace)
-    if pods is None:
-        pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector}).get("items", [])
+    pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector}).get("items", [])
     if not pods and options.flavour == "auto":
         return no_etcd_verdict(options.guard_namespace, options.pod_selector, options.pod_namespace)
     disrupted = disrupted_nodes(client, {pod_node(p) for p in pods} - {node, ""}, about_to_go)

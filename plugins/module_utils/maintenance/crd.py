@@ -121,23 +121,20 @@ def _wait_established(client: Any, timeout: float = 30.0) -> None:
 
 
 def _wait_served(client: Any, timeout: float) -> None:
-    """Right after Established, the API server may answer 429 'storage is (re)initializing'
-    for a moment; the first NodeMaintenance must not meet that."""
-    import time
+    """Right after Established, the API server may answer 404 or 429 'storage is
+    (re)initializing' for a moment; the first NodeMaintenance must not meet that. No watch
+    can show it (the resource is what is not served yet): a short bounded backoff."""
+    from ..api.waiter import poll_until
+    from ..errors import NotFound, TooManyRequests
 
-    from ..errors import NotFound, TooManyRequests, WaitTimeout
-
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
+    def served() -> Any:
         try:
             client.get(f"/apis/{GROUP}/{VERSION}/{PLURAL}", {"limit": 1})
-            return
+            return True
         except (NotFound, TooManyRequests):
-            if time.monotonic() > deadline:
-                raise WaitTimeout(f"the API server did not start serving {PLURAL} within {timeout:g} s") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 1.0)
+            return None
+
+    poll_until(served, timeout, lambda: f"the API server to serve {PLURAL} after CRD {CRD_NAME} was established")
 
 
 def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:

@@ -1,13 +1,15 @@
-"""The two ends of a node's maintenance, each as one call.
+"""The two ends of a node's maintenance, and its rollback, each as one call.
 
 ``begin`` is design steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
-behind the etcd guard, the maintenance taints, then cordon and the exclude-from-remediation
-label. ``end`` is step 9 in NMO's order: uncordon and unlabel first (so the control plane's
-own ``node.kubernetes.io/unschedulable`` taint does not come back), the taints, the leases,
-and last the NodeMaintenance that said who did all this.
+behind the etcd guard, then the maintenance taints, cordon and the exclude-from-remediation
+label in one patch (node/state.py). ``end`` is step 9: uncordon, unlabel and untaint in one
+patch (so the control plane's own ``node.kubernetes.io/unschedulable`` taint never comes
+back), the leases, and last the NodeMaintenance that said who did all this.
 
-Both stop at the first error. The error then carries ``reached``, the steps that were done,
-so that whoever rolls back undoes exactly those and leaves alone what was not ours.
+Both stop at the first error. The error then carries ``reached``, the steps that were done;
+``rollback(reached, keep_record)`` undoes exactly those and leaves alone what was not ours,
+by the same code as the end (``_undo``). ``failed`` is what the role calls on a failure:
+record it on the NodeMaintenance, then roll back or keep.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from .. import validation
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, RefusedError
 from ..guards import disruption, run
-from ..node.marks import EXCLUDE_FROM_REMEDIATION, cordon_ops, end_marks, is_ready, mark, marking, ours_to_unlabel
-from ..node.taints import MAINTENANCE_TAINTS, apply_taints, node_path, read_node
+from ..node import state
+from ..node.marks import EXCLUDE_FROM_REMEDIATION, begin_wanted, cordon_wanted, end_wanted, is_ready, marking
+from ..node.state import Wanted
+from ..node.taints import MAINTENANCE_TAINTS, node_path, read_node
 from . import crd, events, operator
 from . import record as maintenance
 
@@ -150,31 +154,34 @@ def record_on(client: Client, recorder: events.EventRecorder, nm: Dict[str, Any]
 
 def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedulable: bool, label_key: str,
            label: bool, check_mode: bool, maintenance_name: Optional[str] = None,
-           annotations: Optional[Dict[str, Optional[str]]] = None,
+           annotations: Optional[Dict[str, Optional[str]]] = None, remove_taints: bool = False,
            node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the Node).
+    """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the
+    Node), the mirror taint with it, in one patch (node/state.py).
 
     Uncordoning removes the label only when it is ours to remove (``ours_to_unlabel``), and
-    forgets the marks the begin recorded.
+    forgets the marks the begin recorded; with ``remove_taints`` (the end, a rollback) the
+    maintenance taints go in the same patch.
     """
-    label_to = unschedulable if label else None
-    if not unschedulable and label:
-        node = node or read_node(client, name)
-        if not ours_to_unlabel(node):
-            label_to = None
-        annotations = {**end_marks(), **(annotations or {})}
-    before, after, node, changed = mark(client, name, unschedulable, label_key, label_to, check_mode, node=node,
-                                        annotations=annotations)
-    if changed and before != after:  # an annotation alone is not worth an event
+    def want(read: Dict[str, Any]) -> Wanted:
+        if remove_taints:
+            return end_wanted(read, label_key, annotations)
+        return cordon_wanted(read, unschedulable, label_key, label, annotations)
+
+    done = state.apply(client, name, want, check_mode, node=node)
+    before, after = marking(done.before, label_key), marking(done.after, label_key)
+    if done.changed and before != after:  # an annotation alone is not worth an event
         if unschedulable and maintenance_name:
             nm = maintenance.get(client, maintenance_name)
             if nm:
                 recorder.record(nm, events.CORDON, f"Cordoned node {name}")
         elif not unschedulable:
-            node.setdefault("apiVersion", "v1")
-            node.setdefault("kind", "Node")
-            recorder.record(node, events.UNCORDON_NODE)
-    return {"before": before, "after": after, "node": node, "changed": changed}
+            target = dict(done.node)
+            target.setdefault("apiVersion", "v1")
+            target.setdefault("kind", "Node")
+            recorder.record(target, events.UNCORDON_NODE)
+    return {"before": before, "after": after, "node": done.node, "changed": done.changed,
+            "taints_before": done.before["taints"], "taints_after": done.after["taints"], "held": done.held}
 
 
 # -- the two calls ---------------------------------------------------------------------------------
@@ -205,18 +212,14 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         progress.done("lease")
         guard.check()  # the lease wait may have lasted long: is the run still there?
 
-        # taints, cordon and label in one guarded JSON Patch: the node lifecycle controller
-        # strips node.kubernetes.io/unschedulable from a node that is not (yet) cordoned
-        seen: Dict[str, Any] = {}
-
-        def cordon_too(node: Dict[str, Any]) -> List[Dict[str, Any]]:
-            seen.setdefault("before", marking(node, opts.label_key))
-            return cordon_ops(node, opts.label_key, opts.run_id)
-
-        taints_before, taints_after, node, tainted = apply_taints(client, opts.node, MAINTENANCE_TAINTS, True,
-                                                                  check_mode, also=cordon_too)
+        # taints, cordon, label and our marks in one guarded JSON Patch (node/state.py)
+        done = state.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
+                           check_mode)
+        taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
+                                                      done.changed)
         progress.done("taints")
-        cordoned = {"before": seen["before"], "after": {"unschedulable": True, "label": True}, "node": node}
+        cordoned = {"before": marking(done.before, opts.label_key), "after": marking(done.after, opts.label_key),
+                    "node": node}
         cordoned["changed"] = cordoned["before"] != cordoned["after"]
         if cordoned["changed"]:
             recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
@@ -294,8 +297,8 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
         progress.done("lease")
         node = client.get_or_none(node_path(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
         if opts.annotations and node:  # the campaign's done mark: ours to write, not NMO's
-            node = mark(client, opts.node, None, opts.label_key, None, check_mode, node=node,
-                        annotations=opts.annotations)[2]
+            node = state.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)), check_mode,
+                               node=node).node
     except NmoError as exc:
         raise progress.fail(exc) from None
     warnings = list(released.get("warnings", []))
@@ -306,7 +309,7 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
     result.update(changed=deleted or released["changed"], reached=progress.reached, deleted=deleted,
                   maintenance=maintenance.summary(nm), released=released["released"],
                   not_released=released["not_released"], taints=taints,
-                  cordon=marking(node, opts.label_key), ready=is_ready(node), events=recorder.recorded,
+                  cordon=marking(state.view(node), opts.label_key), ready=is_ready(node), events=recorder.recorded,
                   warnings=warnings,
                   diff={"before": {"maintenance": view(nm), **released["diff"]["before"]},
                         "after": {"maintenance": {}, **released["diff"]["after"]}})
@@ -314,9 +317,39 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
 
 
 def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+    """Design step 9: everything the begin did, undone, and the NodeMaintenance deleted."""
     opts.validate()
     if opts.mode == operator.OPERATOR:
         return end_with_operator(client, opts, check_mode)
+    return _undo(client, opts, BEGIN_STEPS, False, check_mode)
+
+
+def rollback(client: Client, opts: Options, reached: List[str], keep_record: bool = True,
+             check_mode: bool = False) -> Dict[str, Any]:
+    """Undo exactly the begin steps in ``reached`` (a failed begin's ``reached``; all of them
+    for a maintenance that got further), in the end's order, and nothing that was not ours.
+
+    ``keep_record`` keeps the NodeMaintenance as the record of what happened (standalone: a
+    failed maintenance stays with phase Failed); without it the NodeMaintenance is deleted as
+    by the end. In operator mode the NodeMaintenance is always deleted when it was made: that
+    is how NMO is told to let the node go (it uncordons, untaints, releases its lease).
+    """
+    opts.validate()
+    unknown = sorted(set(reached) - set(BEGIN_STEPS))
+    if unknown:
+        raise InputError(f"reached: unknown steps {', '.join(unknown)} (known: {', '.join(BEGIN_STEPS)})")
+    if not reached:  # nothing was done: nothing to undo, not even a lease to look for
+        return {"node": opts.node, "state": "absent", "run": opts.run_id, "changed": False, "reached": [],
+                "events": [], "warnings": [], "diff": {"before": {}, "after": {}}}
+    if opts.mode == operator.OPERATOR:
+        return end_with_operator(client, opts, check_mode)
+    return _undo(client, opts, tuple(reached), keep_record, check_mode)
+
+
+def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool,
+          check_mode: bool) -> Dict[str, Any]:
+    """The end and the rollback, one implementation: uncordon and unlabel with the taints in
+    one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance."""
     recorder = events.EventRecorder(client, check_mode)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
@@ -325,35 +358,95 @@ def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, An
         name = nm["metadata"]["name"] if nm else None
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
-        uncordoned = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
-                            annotations=opts.annotations)
+        if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
+            node_done = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
+                               annotations=opts.annotations, remove_taints="taints" in reached)
+        else:  # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
+            applied = state.apply(client, opts.node, Wanted(remove=list(MAINTENANCE_TAINTS) if "taints" in reached
+                                                            else [], annotations=dict(opts.annotations or {})),
+                                  check_mode)
+            same = marking(applied.before, opts.label_key)
+            node_done = {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
+                         "taints_before": applied.before["taints"], "taints_after": applied.after["taints"]}
         progress.done("uncordon")
-
-        taints_before, taints_after, node, untainted = apply_taints(client, opts.node, MAINTENANCE_TAINTS, False,
-                                                                    check_mode, node=uncordoned["node"])
         progress.done("taints")
 
         released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name,
                                                       run_id=opts.run_id), check_mode)
         progress.done("lease")
 
-        if nm is not None:
+        deleted = False
+        if nm is not None and not keep_record:
             record_on(client, recorder, nm, opts.end_events, opts.node)
-        deleted = remove_maintenance(client, recorder, nm, check_mode)
+            deleted = remove_maintenance(client, recorder, nm, check_mode)
         progress.done("maintenance")
     except NmoError as exc:
         raise progress.fail(exc) from None
+    after_nm = view(nm) if keep_record else {}
     result.update(
-        changed=uncordoned["changed"] or untainted or released["changed"] or deleted,
+        changed=node_done["changed"] or released["changed"] or deleted,
         reached=progress.reached, maintenance=maintenance.summary(nm), deleted=deleted,
         released=released["released"], not_released=released["not_released"],
-        taints=taints_after, cordon=uncordoned["after"], ready=is_ready(node),
+        taints=node_done["taints_after"], cordon=node_done["after"], ready=is_ready(node_done["node"]),
         events=recorder.recorded, warnings=released.get("warnings", []) + recorder.warnings,
-        diff={"before": {"maintenance": view(nm), **released["diff"]["before"], "taints": taints_before,
-                         **uncordoned["before"]},
-              "after": {"maintenance": {}, **released["diff"]["after"], "taints": taints_after,
-                        **uncordoned["after"]}})
+        diff={"before": {"maintenance": view(nm), **released["diff"]["before"],
+                         "taints": node_done["taints_before"], **node_done["before"]},
+              "after": {"maintenance": after_nm, **released["diff"]["after"], "taints": node_done["taints_after"],
+                        **node_done["after"]}})
     return result
+
+
+def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool,
+           check_mode: bool = False) -> Dict[str, Any]:
+    """A maintenance that failed, in one call: record it, then roll back or keep.
+
+    The NodeMaintenance keeps the story (phase Failed, lastError, a FailedMaintenance event;
+    in operator mode the status is NMO's). With ``roll_back`` the node returns to service
+    (``rollback`` of the steps in ``reached``, the NodeMaintenance kept); without, it stays in
+    maintenance for a later run to resume, except that a slot taken in operator mode for a
+    NodeMaintenance never made is released. A maintenance another live run holds now (it
+    adopted it meanwhile) is that run's: nothing is recorded or undone.
+    """
+    opts.validate()
+    reached = list(reached)
+    result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
+                              "rolled_back": False, "recorded": False, "left_to": None, "events": [],
+                              "warnings": [], "diff": {"before": {}, "after": {}}}
+    recorder = events.EventRecorder(client, check_mode)
+    nm = maintenance.find(client, opts.node) if reached else None
+    try:
+        refuse_if_live_run(client, nm, opts.run_id, opts.node)
+    except run.OwnedByLiveRun as exc:
+        result.update(left_to=exc.details.get("owner_run"), reached=[], warnings=[str(exc)])
+        return result
+    if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
+        try:
+            nm, result["recorded"] = maintenance.update_status(
+                client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
+            if result["recorded"]:  # the same failure told again is not news
+                recorder.record(nm, events.FAILED_MAINTENANCE, f"Failed a node maintenance: {truncate(error, 900)}")
+        except NmoError as exc:  # the rollback below must run even if the API refuses this
+            result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
+                                      f"{nm['metadata']['name']}: {exc}")
+    undo = roll_back or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
+    if opts.mode == operator.STANDALONE and "maintenance" not in reached:
+        undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
+    result["changed"] = result["recorded"] or bool(recorder.recorded)
+    if undo and reached:
+        undone = rollback(client, opts, reached, keep_record=True, check_mode=check_mode)
+        result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
+        result["changed"] = result["changed"] or undone["changed"]
+        result["rolled_back"] = True
+        result["warnings"] += undone.get("warnings", [])
+        result["events"] = undone.get("events", [])
+    result["events"] = recorder.recorded + result["events"]
+    result["warnings"] += recorder.warnings
+    result["maintenance"] = maintenance.summary(nm)
+    return result
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def view(nm: Optional[Dict[str, Any]]) -> Dict[str, Any]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from ..api.client import Client
-from .taints import node_path, read_node
+from .state import Wanted
+from .taints import MAINTENANCE_TAINTS
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
 # This collection's own marks on a node it put in maintenance, so that the end and
@@ -16,79 +16,22 @@ LABEL_ADDED = "nmo.maintenance/label-added"
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
-def marking(node: Dict[str, Any], label_key: str) -> Dict[str, Any]:
-    return {
-        "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
-        "label": node.get("metadata", {}).get("labels", {}).get(label_key) == "true",
-    }
+def marking(view: Dict[str, Any], label_key: str) -> Dict[str, Any]:
+    """Cordon and the label, from a node's ``state.view``: what nmo_cordon reports."""
+    return {"unschedulable": view["unschedulable"], "label": view["labels"].get(label_key) == "true"}
 
 
-def annotation_changes(node: Dict[str, Any], wanted: Optional[Dict[str, Optional[str]]]) -> Dict[str, Optional[str]]:
-    """The annotations of ``wanted`` that differ from the node's (a None value removes one)."""
-    current = node.get("metadata", {}).get("annotations") or {}
-    return {k: v for k, v in (wanted or {}).items() if current.get(k) != v}
-
-
-def mark(client: Client, name: str, unschedulable: Optional[bool], label_key: str, label: Optional[bool],
-         check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
-         annotations: Optional[Dict[str, Optional[str]]] = None
-         ) -> Tuple[Dict[str, Any], Dict[str, Any], Dict[str, Any], bool]:
-    """Set cordon, the label and ``annotations`` (None leaves one alone) in one request, only
-    when they differ.
-
-    Returns (before, after, node, changed).
-    """
-    node = node or read_node(client, name)
-    before = marking(node, label_key)
-    patch: Dict[str, Any] = {}
-    if unschedulable is not None and before["unschedulable"] != unschedulable:
-        patch["spec"] = {"unschedulable": True if unschedulable else None}
-    if label is not None and before["label"] != label:
-        patch["metadata"] = {"labels": {label_key: "true" if label else None}}
-    notes = annotation_changes(node, annotations)
-    if notes:
-        patch.setdefault("metadata", {})["annotations"] = notes
-    after = dict(before)
-    if unschedulable is not None:
-        after["unschedulable"] = unschedulable
-    if label is not None:
-        after["label"] = label
-    if not patch:
-        return before, before, node, False
-    if not check_mode:
-        node = client.patch(node_path(name), patch, "merge")
-    return before, after, node, True
-
-
-def _pointer(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def _map_ops(node: Dict[str, Any], field: str, wanted: Dict[str, str]) -> List[Dict[str, Any]]:
-    """JSON Patch operations that set ``wanted`` in metadata.<field>, only where it differs."""
-    current = node.get("metadata", {}).get(field)
-    if current is None:
-        return [{"op": "add", "path": f"/metadata/{field}", "value": dict(wanted)}] if wanted else []
-    return [{"op": "add", "path": f"/metadata/{field}/{_pointer(k)}", "value": v}
-            for k, v in wanted.items() if current.get(k) != v]
-
-
-def cordon_ops(node: Dict[str, Any], label_key: str, run_id: str = "") -> List[Dict[str, Any]]:
-    """JSON Patch operations that cordon the node and set the label, only where needed, and
-    record that we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before)."""
-    ops: List[Dict[str, Any]] = []
-    if not node.get("spec", {}).get("unschedulable"):
-        ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
+def begin_marks(node: Dict[str, Any], label_key: str, run_id: str = "") -> Tuple[Dict[str, Optional[str]],
+                                                                                   Dict[str, Optional[str]]]:
+    """(labels, annotations) the begin sets with the cordon: the label, and the record that
+    we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before). A resumed
+    maintenance (MAINTAINED_BY already there) keeps its first record."""
     meta = node.get("metadata", {})
+    notes = meta.get("annotations") or {}
+    if notes.get(MAINTAINED_BY) is not None:
+        return {label_key: "true"}, {}
     had_label = (meta.get("labels") or {}).get(label_key) == "true"
-    ops += _map_ops(node, "labels", {label_key: "true"})
-    notes = {MAINTAINED_BY: run_id or "standalone"}
-    if not had_label and (meta.get("annotations") or {}).get(MAINTAINED_BY) is None:
-        notes[LABEL_ADDED] = "true"
-    if (meta.get("annotations") or {}).get(MAINTAINED_BY) is not None:
-        notes.pop(MAINTAINED_BY)  # already ours (a resumed maintenance): keep the first record
-    ops += _map_ops(node, "annotations", notes)
-    return ops
+    return {label_key: "true"}, {MAINTAINED_BY: run_id or "standalone", **({} if had_label else {LABEL_ADDED: "true"})}
 
 
 def ours_to_unlabel(node: Dict[str, Any]) -> bool:
@@ -102,6 +45,35 @@ def ours_to_unlabel(node: Dict[str, Any]) -> bool:
 def end_marks() -> Dict[str, Optional[str]]:
     """The annotation changes that forget our marks at the end."""
     return {MAINTAINED_BY: None, LABEL_ADDED: None}
+
+
+def cordon_wanted(node: Dict[str, Any], unschedulable: bool, label_key: str, label: bool,
+                  annotations: Optional[Dict[str, Optional[str]]] = None) -> Wanted:
+    """nmo_cordon's wanted state: cordon (its mirror taint with it) and the label; uncordoning
+    removes the label only when it is ours (``ours_to_unlabel``) and forgets our marks."""
+    notes = dict(annotations or {})
+    labels: Dict[str, Optional[str]] = {}
+    if label and unschedulable:
+        labels[label_key] = "true"
+    elif label:
+        if ours_to_unlabel(node):
+            labels[label_key] = None
+        notes = {**end_marks(), **notes}
+    return Wanted(unschedulable=unschedulable, labels=labels, annotations=notes)
+
+
+def begin_wanted(node: Dict[str, Any], label_key: str, run_id: str = "") -> Wanted:
+    """The begin's node: the maintenance taints, cordoned, labelled, and our record of it."""
+    labels, notes = begin_marks(node, label_key, run_id)
+    return Wanted(add=list(MAINTENANCE_TAINTS), unschedulable=True, labels=labels, annotations=notes)
+
+
+def end_wanted(node: Dict[str, Any], label_key: str,
+               annotations: Optional[Dict[str, Optional[str]]] = None) -> Wanted:
+    """The end's node (and a rollback's): uncordoned, untainted, our label and marks gone."""
+    wanted = cordon_wanted(node, False, label_key, True, annotations)
+    wanted.remove = list(MAINTENANCE_TAINTS)
+    return wanted
 
 
 def is_ready(node: Dict[str, Any]) -> bool:

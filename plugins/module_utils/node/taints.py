@@ -1,17 +1,16 @@
-"""Taint list arithmetic and the guarded write of a node's taints.
+"""Taint list arithmetic, the guarded taint operations, and reading a node.
 
 Taints match by key and effect. Adding puts the maintenance taints first and keeps every
-other taint; removing drops exactly those. The write is one JSON Patch whose ``test``
-operation makes the API server refuse it if someone changed the taints since we read
-them; we then read again and retry, a bounded number of times.
+other taint; removing drops exactly those. The taint part of a node's patch (state.py)
+tests the list as read, so the API server refuses it if someone changed the taints since.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from ..api.client import Client, path_segment
-from ..errors import ApiError, ConcurrentUpdateError, NotFound, RefusedError, UnprocessableEntity
+from ..errors import NotFound, RefusedError, UnprocessableEntity
 
 Taint = Dict[str, Any]
 
@@ -91,43 +90,3 @@ def read_node(client: Client, name: str) -> Dict[str, Any]:
         return client.get(node_path(name))
     except NotFound:
         raise RefusedError(f'node "{name}" not found in cluster') from None
-
-
-def apply_taints(client: Client, name: str, wanted: List[Taint], present: bool, check_mode: bool = False,
-                 node: Optional[Dict[str, Any]] = None,
-                 before_write: Optional[Callable[[int], None]] = None,
-                 also: Optional[Callable[[Dict[str, Any]], List[Dict[str, Any]]]] = None
-                 ) -> Tuple[List[Taint], List[Taint], Dict[str, Any], bool]:
-    """Make the node carry (or not) ``wanted``. Returns (before, after, node, changed).
-
-    ``also`` gives, for the node as read, more JSON Patch operations to apply in the same
-    request (cordon and label with the taints, so nothing sees one without the other).
-    ``before_write`` is called before each write attempt (tests use it to race a writer).
-    """
-    validate_taints(wanted)
-    node = node or read_node(client, name)
-    first_before: Optional[List[Taint]] = None
-    for attempt in range(MAX_ATTEMPTS):
-        raw = node.get("spec", {}).get("taints")
-        current = list(raw or [])
-        if first_before is None:
-            first_before = current
-        new = desired_taints(current, wanted, present)
-        more = also(node) if also else []
-        if new == current and not more:
-            return first_before, current, node, attempt > 0
-        if check_mode:
-            return first_before, new, node, True
-        if before_write:
-            before_write(attempt)
-        try:
-            node = client.patch(node_path(name), guarded_patch(raw, new) + more, "json")
-            return first_before, new, node, True
-        except UnprocessableEntity as exc:
-            if not is_test_failure(exc):  # the API server refused the change itself: say why, as it did
-                raise ApiError(exc.status, exc.reason, f"the API server refused the new taints of node {name}: "
-                               f"{exc.server_message or exc.reason}", "PATCH", node_path(name), exc.body) from None
-            node = read_node(client, name)  # someone else wrote the taints: start from theirs
-    raise ConcurrentUpdateError(
-        f"the taints of node {name} kept changing while we wrote them ({MAX_ATTEMPTS} attempts); "
-        "another controller is writing them: find it, then run again")

@@ -1,0 +1,56 @@
+"""Waiting for a node to be Ready: one watch on that node, with a deadline.
+
+The role waits for this after the work hooks (a node that was rebooted or upgraded comes
+back NotReady for a while). The kubelet's status updates arrive as watch events, so the wait
+ends at the first one that says Ready, and costs one list and one watch however long it lasts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, Optional
+
+from ..api.client import Client
+from ..api.waiter import Watcher, wait_until
+from ..errors import RefusedError, WaitTimeout
+from .marks import is_ready
+from .taints import read_node
+
+
+def ready_condition(node: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    for cond in (node or {}).get("status", {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond
+    return None
+
+
+def not_ready_text(name: str, node: Optional[Dict[str, Any]]) -> str:
+    """What an operator needs to know about a node that is not Ready (yet)."""
+    if node is None:
+        return f"node {name} was deleted while we waited for it to be Ready"
+    cond = ready_condition(node)
+    if cond is None:
+        return f"node {name} reports no Ready condition (is its kubelet running?)"
+    said = ", ".join(f"{k} {cond[k]}" for k in ("reason", "message", "lastHeartbeatTime") if cond.get(k))
+    return f"node {name} is not Ready (Ready={cond.get('status', 'Unknown')}{': ' + said if said else ''})"
+
+
+def wait_ready(client: Client, name: str, timeout: float,
+               clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
+    """The node once its Ready condition is True; WaitTimeout after ``timeout`` seconds,
+    RefusedError when there is no such node or it is deleted meanwhile."""
+    read_node(client, name)  # a missing node is refused at once, by name, as everywhere
+    key = f"/{name}"
+    with Watcher(client, "/api/v1/nodes", {"fieldSelector": f"metadata.name={name}"}) as watcher:
+        def check() -> Optional[Dict[str, Any]]:
+            node = watcher.objects.get(key)
+            if node is None:
+                raise RefusedError(not_ready_text(name, None))
+            return node if is_ready(node) else None
+
+        try:
+            return wait_until(watcher, check, timeout, lambda: not_ready_text(name, watcher.objects.get(key)),
+                              clock=clock)
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}. Look at the node's kubelet: a work hook may have left it stopped or "
+                              "still rebooting") from None

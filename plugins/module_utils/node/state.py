@@ -1,0 +1,198 @@
+"""A node's maintenance state as one thing: taints, cordon and our marks, in one JSON Patch.
+
+Cordon and the ``node.kubernetes.io/unschedulable:NoSchedule`` taint are one concept on
+the wire: Kubernetes' node-lifecycle controller keeps that taint equal to
+``spec.unschedulable``. It puts it back on a cordoned node and takes it off a schedulable
+one, whoever wrote it. So the taint follows the cordon here too:
+
+- a change of cordon writes the taint with it (in the same request, so nothing sees one
+  without the other and nothing waits on the controller);
+- a taint change alone never adds the taint to a schedulable node nor removes it from a
+  cordoned one: that would be undone within seconds and reported as changed on every run.
+  It is left as it is and said so (``Plan.held``); cordoning is what adds it.
+
+Everything else (other taints, the exclude-from-remediation label, our annotations) is
+written only where it differs. The patch tests what it changes as read (the taint list,
+each label or annotation it removes, a map it creates), so a concurrent writer is never
+overwritten: the API server refuses the patch, and ``apply`` reads again and retries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ..api.client import Client
+from ..errors import ApiError, ConcurrentUpdateError, UnprocessableEntity
+from .taints import (
+    MAX_ATTEMPTS,
+    UNSCHEDULABLE_TAINT,
+    Taint,
+    guarded_patch,
+    is_test_failure,
+    node_path,
+    read_node,
+    same_taint,
+    validate_taints,
+    with_taints,
+    without_taints,
+)
+
+Op = Dict[str, Any]
+MIRROR = UNSCHEDULABLE_TAINT
+
+
+@dataclass
+class Wanted:
+    """What a call wants of a node; anything not named is left as it is.
+
+    ``labels`` and ``annotations`` map a key to its value, None to remove it.
+    """
+
+    add: List[Taint] = field(default_factory=list)
+    remove: List[Taint] = field(default_factory=list)
+    unschedulable: Optional[bool] = None
+    labels: Dict[str, Optional[str]] = field(default_factory=dict)
+    annotations: Dict[str, Optional[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """The patch for one node as read, and the node's state before and after it."""
+
+    ops: List[Op]
+    before: Dict[str, Any]
+    after: Dict[str, Any]
+    held: List[str]
+
+    @property
+    def changed(self) -> bool:
+        return any(op["op"] != "test" for op in self.ops)
+
+
+def view(node: Dict[str, Any]) -> Dict[str, Any]:
+    """The parts of a node this module writes: taints, unschedulable, labels, annotations."""
+    meta = node.get("metadata", {})
+    return {"taints": list(node.get("spec", {}).get("taints") or []),
+            "unschedulable": bool(node.get("spec", {}).get("unschedulable")),
+            "labels": dict(meta.get("labels") or {}), "annotations": dict(meta.get("annotations") or {})}
+
+
+def _pointer(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _has(taints: List[Taint], taint: Taint) -> bool:
+    return any(same_taint(t, taint) for t in taints)
+
+
+def taint_lists(wanted: Wanted, cordoned_now: bool) -> Tuple[List[Taint], List[Taint], List[str]]:
+    """(add, remove, held): the taint changes once the mirror taint follows the cordon."""
+    cordoned = cordoned_now if wanted.unschedulable is None else wanted.unschedulable
+    add = [t for t in wanted.add if not same_taint(t, MIRROR)]
+    remove = [t for t in wanted.remove if not same_taint(t, MIRROR)]
+    held: List[str] = []
+    if wanted.unschedulable is not None:  # a cordon change writes its mirror with it
+        (add if cordoned else remove).insert(0, dict(MIRROR))
+    elif _has(wanted.add, MIRROR) and not cordoned:
+        held.append(f"{MIRROR['key']}:{MIRROR['effect']} not added: the node is not cordoned, and Kubernetes' "
+                    "node-lifecycle controller removes that taint from a schedulable node; cordon it (nmo_cordon) "
+                    "and the taint comes with the cordon")
+    elif _has(wanted.add, MIRROR):
+        add.insert(0, dict(MIRROR))  # cordoned: the taint is wanted and stays
+    elif _has(wanted.remove, MIRROR) and cordoned:
+        held.append(f"{MIRROR['key']}:{MIRROR['effect']} kept: the node is cordoned, and Kubernetes' "
+                    "node-lifecycle controller puts that taint back on a cordoned node; uncordon it (nmo_cordon) "
+                    "and the taint goes with the cordon")
+    elif _has(wanted.remove, MIRROR):
+        remove.insert(0, dict(MIRROR))
+    return add, remove, held
+
+
+def _map_ops(meta: Dict[str, Any], name: str, wanted: Dict[str, Optional[str]]) -> List[Op]:
+    """Set or remove the keys of ``wanted`` in metadata.<name>, only where they differ; a
+    removal tests the value it removes, a new map tests that there was none."""
+    current = meta.get(name)
+    sets = {k: v for k, v in wanted.items() if v is not None and (current or {}).get(k) != v}
+    ops: List[Op] = []
+    if current is None:
+        if sets:
+            ops += [{"op": "test", "path": f"/metadata/{name}", "value": None},
+                    {"op": "add", "path": f"/metadata/{name}", "value": sets}]
+        return ops
+    ops += [{"op": "add", "path": f"/metadata/{name}/{_pointer(k)}", "value": v} for k, v in sets.items()]
+    for key in (k for k, v in wanted.items() if v is None and k in current):
+        path = f"/metadata/{name}/{_pointer(key)}"
+        ops += [{"op": "test", "path": path, "value": current[key]}, {"op": "remove", "path": path}]
+    return ops
+
+
+def _updated(current: Dict[str, str], wanted: Dict[str, Optional[str]]) -> Dict[str, str]:
+    merged = {**current, **{k: v for k, v in wanted.items() if v is not None}}
+    return {k: v for k, v in merged.items() if not (k in wanted and wanted[k] is None)}
+
+
+def plan(node: Dict[str, Any], wanted: Wanted) -> Plan:
+    """The one JSON Patch that takes ``node`` (as read) to ``wanted``; empty when it is there."""
+    before = view(node)
+    cordoned = before["unschedulable"] if wanted.unschedulable is None else wanted.unschedulable
+    add, remove, held = taint_lists(wanted, before["unschedulable"])
+    raw = node.get("spec", {}).get("taints")
+    taints = without_taints(with_taints(before["taints"], add), remove) if add or remove else before["taints"]
+    ops: List[Op] = []
+    if taints != before["taints"]:
+        ops += guarded_patch(raw, taints)
+    if cordoned != before["unschedulable"]:
+        ops.append({"op": "add", "path": "/spec/unschedulable", "value": cordoned})
+    meta = node.get("metadata", {})
+    ops += _map_ops(meta, "labels", wanted.labels)
+    ops += _map_ops(meta, "annotations", wanted.annotations)
+    after = {"taints": taints, "unschedulable": cordoned, "labels": _updated(before["labels"], wanted.labels),
+             "annotations": _updated(before["annotations"], wanted.annotations)}
+    return Plan(ops, before, after, held)
+
+
+@dataclass
+class Applied:
+    before: Dict[str, Any]  # the node as first read (view)
+    after: Dict[str, Any]  # as written, or as it would be in check mode
+    node: Dict[str, Any]  # the node the API server returned (as read when nothing was written)
+    changed: bool
+    held: List[str]
+
+
+Want = Union[Wanted, Callable[[Dict[str, Any]], Wanted]]
+
+
+def apply(client: Client, name: str, want: Want, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+          before_write: Optional[Callable[[int], None]] = None) -> Applied:
+    """Take the node to ``want`` (a Wanted, or a function of the node as read) in one request.
+
+    A patch refused because its ``test`` failed (someone else wrote the node meanwhile) is
+    planned again from a new read, up to MAX_ATTEMPTS times. ``before_write`` is called
+    before each write (tests use it to race a writer).
+    """
+    node = node or read_node(client, name)
+    first: Optional[Plan] = None
+    for attempt in range(MAX_ATTEMPTS):
+        wanted = want(node) if callable(want) else want
+        validate_taints(wanted.add + wanted.remove)
+        current = plan(node, wanted)
+        first = first or current
+        if not current.changed:
+            return Applied(first.before, current.after, node, attempt > 0, current.held)
+        if check_mode:
+            return Applied(first.before, current.after, node, True, current.held)
+        if before_write:
+            before_write(attempt)
+        try:
+            node = client.patch(node_path(name), current.ops, "json")
+            return Applied(first.before, view(node), node, True, current.held)
+        except UnprocessableEntity as exc:
+            if not is_test_failure(exc):  # the API server refused the change itself: say why, as it did
+                raise ApiError(exc.status, exc.reason, f"the API server refused the change of node {name}: "
+                               f"{exc.server_message or exc.reason}", "PATCH", node_path(name), exc.body) from None
+            node = read_node(client, name)  # someone else wrote the node: start from theirs
+    raise ConcurrentUpdateError(
+        f"node {name} kept changing while we wrote its taints and cordon ({MAX_ATTEMPTS} attempts); "
+        "another controller is writing them: find it, then run again")

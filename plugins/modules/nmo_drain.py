@@ -147,7 +147,8 @@ options:
       - Events C(MigrationStarted), C(MigrationSucceeded) and C(MigrationFailed) on the NodeMaintenance, and the
         status field C(migrations), and the progress line says, for instance,
         C(vm-order-processing - migrating, phase TargetReady, 40 s). Needs the C(kubevirt.io) rules of the shipped ClusterRole.
-      - With V(wait), or no virt-launcher pod refused, the drain makes no request about KubeVirt.
+      - With V(wait), or no virt-launcher pod refused, the drain makes no request about KubeVirt. With
+        O(operator=true) NMO drains and this option has no effect.
     type: str
     choices: [wait, migrate]
     default: wait

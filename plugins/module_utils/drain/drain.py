@@ -205,10 +205,12 @@ class DrainRun:
         self.warnings = warnings
         status = (nm or {}).get("status") or {}
         self.total, self.eviction_pods = initial_counts(status, len(self.tracker.pending), len(listing["items"]))
-        evicting = [p for p in listing["items"] if self.tracker.pending.get(object_key(p), None) is not None
-                    and self.tracker.pending[object_key(p)].action == EVICT]
-        self.kubevirt = kubevirt.for_drain(client, opts.kubevirt, opts.node, opts.maintenance, evicting,
-                                           self.waitable, self.record)
+        self.kubevirt: Optional[kubevirt.Migrations] = None
+        if opts.kubevirt == kubevirt.MIGRATE:
+            evicting = [p for p in listing["items"] if getattr(self.tracker.pending.get(object_key(p)), "action",
+                                                                None) == EVICT]
+            self.kubevirt = kubevirt.for_drain(client, opts.kubevirt, opts.node, opts.maintenance, evicting,
+                                               self.waitable, self.record)
 
     # -- status and events --------------------------------------------------------------------
     def fields(self, finished: bool = False, error: Optional[str] = None) -> Dict[str, Any]:

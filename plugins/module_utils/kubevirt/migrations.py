@@ -54,6 +54,7 @@ MIGRATED = "migrated"
 FAILED_STATE = "failed"
 BLOCKED = "blocked"  # not migratable (or its VMI cannot be read)
 KUBEVIRT = "kubevirt"  # its eviction strategy makes KubeVirt migrate it
+MIGRATE = kv.MIGRATE
 TRANSIENT_PAUSE = 5.0  # seconds before a VMIM create that failed transiently is tried again
 
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """A STAND-IN for KubeVirt's migration controllers, for the local cluster only. It is not KubeVirt.
 
 KubeVirt's controllers need real nodes (virt-handler, libvirt, QEMU) and cannot run on kwok's

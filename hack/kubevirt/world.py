@@ -32,7 +32,7 @@ FAIL_MIGRATION = "kubevirt.test/fail-migration"
 
 
 def crds() -> List[Dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(CRD_FILE.read_text()) if d]
+    return yaml.safe_load(CRD_FILE.read_text())["items"]
 
 
 def install_crds(client: Any, timeout: float = 60) -> List[str]:

@@ -227,10 +227,10 @@ def test_a_migration_made_by_hand_is_followed_not_doubled(cluster, world, standi
     world.add_nodes(workers=2)
     w1, w2 = world.workers
     add_vm(world, "vm-order-processing", w1)
+    nm = start_maintenance(cluster, world, w1)
     cluster.client.post(f"{API}/namespaces/{world.namespace}/virtualmachineinstancemigrations", {
         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
         "metadata": {"name": "migrate-vm-order-processing"}, "spec": {"vmiName": "vm-order-processing"}})
-    nm = start_maintenance(cluster, world, w1)
     result = drain(own_client(cluster), DrainOptions(node=w1, maintenance=nm["metadata"]["name"], kubevirt="migrate",
                                                      timeout=60))
     assert result["migrations_created"] == 0
@@ -239,8 +239,8 @@ def test_a_migration_made_by_hand_is_followed_not_doubled(cluster, world, standi
     assert running(launchers(world, "vm-order-processing"))[0]["spec"]["nodeName"] == w2
 
 
-def test_a_migration_in_flight_shows_in_the_status_playbook_and_the_timeout_holds(cluster, world, kubevirt_crds,
-                                                                                   user, tmp_path):
+def test_a_migration_in_flight_shows_in_the_status_playbook_and_the_timeout_holds(
+        cluster, world, kubevirt_crds, user, tmp_path):
     """No stand-in: a migration made by hand stays Pending, as when KubeVirt cannot schedule
     its target. The drain follows it (no second one), status.yml lists it in flight, and the
     drain's timeout still ends the wait."""

@@ -127,8 +127,8 @@ def test_the_live_line_says_which_vm_migrates_in_which_phase_since_when() -> Non
                    "started": "2026-12-01T10:00:00Z"},
                   {"vmi": "vm-database-01", "state": "queued", "phase": "", "started": ""},
                   {"vmi": "vm-webserver-02", "state": "migrated", "phase": "Succeeded"}]
-    assert migration_lines(migrations, now) == ["vm-order-processing: migrating, phase TargetReady, 40 s",
-                                                 "vm-database-01: queued"]
+    assert migration_lines(migrations, now) == [
+        "vm-order-processing: migrating, phase TargetReady, 40 s", "vm-database-01: queued"]
     nm = {"metadata": {"name": "maintenance-worker-02"},
           "status": {"drainProgress": 50, "pendingPods": ["virt-launcher-vm-order-processing-x7k2p"],
                      "lastError": "vm-order-processing: migrating", "migrations": migrations[:1]}}

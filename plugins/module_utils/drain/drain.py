@@ -207,8 +207,8 @@ class DrainRun:
         self.total, self.eviction_pods = initial_counts(status, len(self.tracker.pending), len(listing["items"]))
         self.kubevirt: Optional[kubevirt.Migrations] = None
         if opts.kubevirt == kubevirt.MIGRATE:
-            evicting = [p for p in listing["items"] if getattr(self.tracker.pending.get(object_key(p)), "action",
-                                                                None) == EVICT]
+            actions = {key: pod.action for key, pod in self.tracker.pending.items()}
+            evicting = [p for p in listing["items"] if actions.get(object_key(p)) == EVICT]
             self.kubevirt = kubevirt.for_drain(client, opts.kubevirt, opts.node, opts.maintenance, evicting,
                                                self.waitable, self.record)
 

@@ -103,10 +103,12 @@ class VmRecorder(WatchRecorder):
     def __init__(self, client: Any, namespace: str) -> None:
         self.pods = Watcher(client, f"/api/v1/namespaces/{namespace}/pods")
         self.vmims = Watcher(client, f"{API}/namespaces/{namespace}/virtualmachineinstancemigrations")
+        self.budgets = Watcher(client, f"/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets")
         super().__init__(self.pods)
-        self.watcher = MultiWatcher(self.pods, self.vmims)
+        self.watcher = MultiWatcher(self.pods, self.vmims, self.budgets)
         self.doubles: List[str] = []
         self.most_in_flight = 0
+        self.raised: Dict[str, int] = {}  # the highest minAvailable each VM's budget had
 
     def __enter__(self) -> VmRecorder:
         self.watcher.start()
@@ -119,6 +121,9 @@ class VmRecorder(WatchRecorder):
         self.most_in_flight = max(self.most_in_flight, sum(1 for m in self.vmims.objects.values()
                                                            if (m.get("status") or {}).get("phase")
                                                            not in ("Succeeded", "Failed")))
+        for pdb in self.budgets.objects.values():
+            name = pdb["metadata"]["name"]
+            self.raised[name] = max(self.raised.get(name, 0), int(pdb["spec"].get("minAvailable") or 0))
         copies: Dict[str, int] = {}
         for pod in running(list(self.pods.objects.values())):
             name = pod["metadata"].get("labels", {}).get("vm.kubevirt.io/name")
@@ -155,6 +160,7 @@ def test_migrate_moves_the_seeds_vm_and_the_drain_finishes(cluster, world, stand
     assert [p["spec"]["nodeName"] for p in left] == [m["targetNode"]], "one copy, on the target"
     assert pods.fewest["vm-order-processing"] >= 1, "the VM's budget was violated"
     assert not vms.doubles, vms.doubles
+    assert vms.raised == {"kubevirt-disruption-budget-vm-order-processing": 2}, "KubeVirt's budget raise not seen"
     assert budget(cluster, world, "vm-order-processing")["spec"]["minAvailable"] == 1
     status = nm_status(cluster, name)
     assert status["phase"] == "Succeeded" and status["drainProgress"] == 100
@@ -323,6 +329,11 @@ def test_workers_maintained_with_every_vm_live_migrated_once_per_drain(cluster, 
     for node in set(placed.values()):
         story = reasons_of(cluster.client, nm_name(node))
         assert "MigrationStarted" in story and "MigrationSucceeded" in story, f"{node}: {story}"
+    # the shipped ClusterRole grants what the migrations needed, and no more
+    assert user.can("create", "virtualmachineinstancemigrations", "*")
+    assert user.can("watch", "virtualmachineinstances", "*")
+    assert not [v for v in ("update", "patch", "delete") if user.can(v, "virtualmachineinstancemigrations", "*")]
+    assert not [v for v in ("create", "update", "patch", "delete") if user.can(v, "virtualmachineinstances", "*")]
 
 
 def test_wait_stays_the_default_the_preflight_blocks_the_vm_nodes(cluster, world, kubevirt_crds, user, tmp_path):

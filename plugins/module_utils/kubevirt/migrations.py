@@ -123,7 +123,8 @@ class Migrations:
             vm.state = DECIDING
             self._watch(vm)
         self._apply(vm, pod)
-        return vm.state not in (KUBEVIRT, IDLE)
+        # once migrated (or left to KubeVirt), a refusal is the budget's again: DrainError as usual
+        return vm.state in (DECIDING, QUEUED, MIGRATING, FAILED_STATE, BLOCKED)
 
     def step(self, pending: Dict[str, Any], now: float) -> None:
         """Move each VM on from what the watches show; called after every batch of events."""
@@ -275,6 +276,8 @@ class Migrations:
         """The VM's note is its pod's last error; its evictions wait while it migrates."""
         if vm.note and vm.state != KUBEVIRT:
             pod.last_error = vm.note
+        elif released and vm.state == MIGRATED:
+            pod.last_error = ""  # no longer migrating; KubeVirt ends the pod
         if vm.state == MIGRATING:
             pod.next_attempt = math.inf
         elif released or (pod.next_attempt == math.inf):

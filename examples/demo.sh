@@ -5,7 +5,16 @@
 #
 #   examples/demo.sh            maintain the workers
 #   examples/demo.sh -e node_maintenance_concurrency=2    (any ansible-playbook option)
+#   examples/demo.sh --kubevirt [...]   also the seed's VM vm-order-processing on worker-02,
+#                               alone behind minAvailable 1, live-migrated by the drain
+#                               (node_maintenance_kubevirt=migrate) with the stand-in for
+#                               KubeVirt's controllers (hack/kubevirt/standin.py) running
 set -euo pipefail
+kubevirt=()
+if [ "${1:-}" = --kubevirt ]; then
+  shift
+  kubevirt=(--kubevirt)
+fi
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 bin=$(hack/venv)
@@ -17,15 +26,26 @@ hack/cluster build
 hack/cluster up
 eval "$(hack/cluster env)"
 export K8S_AUTH_KUBECONFIG="$KUBECONFIG"
-python examples/demo_world.py up
+python examples/demo_world.py up "${kubevirt[@]}"
+extra=()
+if [ ${#kubevirt[@]} -gt 0 ]; then
+  python hack/kubevirt/standin.py --kubeconfig "$KUBECONFIG" --namespace w-demo --step 1 > .cache/kubevirt-standin.log 2>&1 &
+  standin=$!
+  trap 'kill "$standin" 2>/dev/null || true' EXIT
+  extra=(-e node_maintenance_kubevirt=migrate -e node_maintenance_progress_interval=2)
+fi
 echo "== pods per node before"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
 started=$SECONDS
-ansible-playbook -i examples/inventory.yml playbooks/maintenance.yml -l workers "$@"
+ansible-playbook -i examples/inventory.yml playbooks/maintenance.yml -l workers "${extra[@]}" "$@"
 echo "== the maintenance playbook took $((SECONDS - started)) s"
 echo "== pods per node after"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
 echo "== the story of node-demo-worker-02"
 kubectl get events -n default --field-selector involvedObject.name=maintenance-demo-worker-02 \
   --sort-by=.firstTimestamp -o custom-columns=TIME:.firstTimestamp,TYPE:.type,REASON:.reason,MESSAGE:.message
-ansible-playbook playbooks/status.yml -e nmo_all=true -e nmo_nodes=node-demo-worker-01,node-demo-worker-02
+if [ ${#kubevirt[@]} -gt 0 ]; then
+  echo "== the VM's migrations"
+  kubectl get vmim -n w-demo -o custom-columns=NAME:.metadata.name,VMI:.spec.vmiName,PHASE:.status.phase,FROM:.status.migrationState.sourceNode,TO:.status.migrationState.targetNode
+fi
+ansible-playbook playbooks/status.yml "${extra[@]}" -e nmo_all=true -e nmo_nodes=node-demo-worker-01,node-demo-worker-02

@@ -3,7 +3,10 @@
 
     examples/demo_world.py up      3 control-plane nodes with etcd, 4 workers, workloads
     examples/demo_world.py down    remove all of it
-    options: --id NAME (default demo), --workers N, --control-planes N
+    options: --id NAME (default demo), --workers N, --control-planes N,
+             --kubevirt: KubeVirt's CRDs (hack/kubevirt/crds.yaml) and the seed's VM
+             vm-order-processing on worker-02, alone behind minAvailable 1 (run the stand-in,
+             hack/kubevirt/standin.py, for its migration: examples/demo.sh --kubevirt does)
 
 The node names match examples/inventory.yml (node-demo-worker-01 ...); the molecule
 scenario uses --id mol.
@@ -23,6 +26,7 @@ from helpers import collection_path  # noqa: E402
 
 sys.path.insert(0, str(collection_path()))
 
+from kubevirt.world import add_vm, install_crds  # noqa: E402
 from topology import World  # noqa: E402
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect  # noqa: E402
@@ -33,7 +37,7 @@ def kubeconfig() -> str:
                           check=True).stdout.strip()
 
 
-def up(world: World, workers: int, control_planes: int) -> None:
+def up(world: World, workers: int, control_planes: int, kubevirt: bool = False) -> None:
     if world.client.get("/api/v1/nodes", {"labelSelector": f"nmo.test/world={world.id}"}).get("items"):
         print(f"world {world.id} already there (examples/demo_world.py down --id {world.id} removes it)")
         return
@@ -51,6 +55,11 @@ def up(world: World, workers: int, control_planes: int) -> None:
     world.pdb("db", "db", min_available=2)
     world.deployment("cache", 4)
     world.pdb("cache", "cache", min_available="50%")
+    if kubevirt:
+        install_crds(world.client)
+        add_vm(world, "vm-order-processing", world.workers[1 if len(world.workers) > 1 else 0])
+        print(f"KubeVirt VM vm-order-processing on {world.workers[1 if len(world.workers) > 1 else 0]}, alone behind "
+              "PDB kubevirt-disruption-budget-vm-order-processing (minAvailable 1)")
     print(f"world {world.id} up: nodes {', '.join(world.nodes)}; namespace {world.namespace}: "
           "web (6, PDB maxUnavailable 1), db (3, PDB minAvailable 2), cache (4, PDB 50%), node-exporter (DaemonSet)")
 
@@ -61,10 +70,11 @@ def main() -> int:
     parser.add_argument("--id", default="demo")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--control-planes", type=int, default=3)
+    parser.add_argument("--kubevirt", action="store_true", help="add the seed's KubeVirt VM (see above)")
     args = parser.parse_args()
     world = World(connect(ConnectionOptions(kubeconfig=kubeconfig())), prefix=args.id)
     if args.action == "up":
-        up(world, args.workers, args.control_planes)
+        up(world, args.workers, args.control_planes, args.kubevirt)
     else:
         world.cleanup()
         print(f"world {world.id} removed")

@@ -126,6 +126,32 @@ options:
         O(timeout) naming the pending pods.
     type: bool
     default: false
+  kubevirt:
+    description:
+      - What the drain does about a KubeVirt VM whose virt-launcher pod (label C(kubevirt.io=virt-launcher),
+        owned by a C(kubevirt.io/v1) C(VirtualMachineInstance)) a PodDisruptionBudget refuses to evict.
+      - V(wait), as for any pod, retries the eviction until someone moves the VM (the seed's case,
+        a C(VirtualMachineInstanceMigration) made by hand) or the O(timeout).
+      - V(migrate) live-migrates it. When the VMI reports C(LiveMigratable=True), one
+        C(VirtualMachineInstanceMigration) is created for it and followed by watch to C(Succeeded);
+        KubeVirt then ends the pod on the node, and the drain sees it go. At most 2 migrations of a drain run at
+        once (KubeVirt's default C(parallelOutboundMigrationsPerNode)), and none is started while the cluster has 5
+        unfinished (C(parallelMigrationsPerCluster)), counted from a watch of every migration. A migration
+        already under way for the VMI is followed, not doubled; a VMI whose C(evictionStrategy) is
+        C(LiveMigrate) or C(LiveMigrateIfPossible) is left to KubeVirt, which migrates it on eviction.
+      - A VMI that is not live-migratable, or a migration that fails, leaves the pod pending with KubeVirt's
+        reason in C(lastError) and one event (C(DrainError), C(MigrationFailed)). The retry policy is one migration
+        per VM and drain, none retried by the drain itself; a VMI that becomes C(LiveMigratable) during the
+        drain is migrated then; the pod's eviction keeps being retried every O(retry_delay) s, and O(timeout)
+        still ends the drain. A virt-launcher pod is never deleted by the drain.
+      - Events C(MigrationStarted), C(MigrationSucceeded) and C(MigrationFailed) on the NodeMaintenance, and the
+        status field C(migrations), and the progress line says, for instance,
+        C(vm-order-processing - migrating, phase TargetReady, 40 s). Needs the C(kubevirt.io) rules of the shipped ClusterRole.
+      - With V(wait), or no virt-launcher pod refused, the drain makes no request about KubeVirt. With
+        O(operator=true) NMO drains and this option has no effect.
+    type: str
+    choices: [wait, migrate]
+    default: wait
 """
 
 EXAMPLES = r"""
@@ -141,6 +167,12 @@ EXAMPLES = r"""
     node: node-worker-01
   check_mode: true
   register: plan
+
+- name: Drain a KubeVirt node, live-migrating the VMs that a PodDisruptionBudget keeps there
+  nmo.maintenance.nmo_drain:
+    node: node-worker-02
+    maintenance: maintenance-worker-02
+    kubevirt: migrate
 
 - name: Drain in the background and poll
   nmo.maintenance.nmo_drain:
@@ -222,6 +254,18 @@ status_writes:
   description: Writes of the NodeMaintenance status (at most one a second, plus the first and the last).
   returned: success or failure after the drain started
   type: int
+migrations:
+  description:
+    - With O(kubevirt=migrate), the VMs whose pod a budget refused, each with C(namespace), C(vmi), C(pod),
+      C(state) (V(migrated), V(migrating), V(queued), V(failed), V(blocked), V(kubevirt)), C(migration) (the
+      C(VirtualMachineInstanceMigration)), C(phase), C(targetNode), C(started) and C(message).
+  returned: with O(kubevirt=migrate) when the node has virt-launcher pods
+  type: list
+  elements: dict
+migrations_created:
+  description: C(VirtualMachineInstanceMigration) objects the drain created.
+  returned: with O(kubevirt=migrate) when the node has virt-launcher pods
+  type: int
 status:
   description: The NodeMaintenance as the drain left it (name, phase, drainProgress, pendingPods, lastError).
   returned: when O(maintenance) is given
@@ -262,7 +306,8 @@ ARGUMENT_SPEC = {
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
     "validate_only": {"type": "bool", "default": False},
-    "operator": {"type": "bool", "default": False}}
+    "operator": {"type": "bool", "default": False},
+    "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"}}
 
 
 def pool_size(params):

@@ -32,6 +32,10 @@ description:
     pods that have them). Every batch is judged against the cluster as it is now.
   - Nodes, pods and PodDisruptionBudgets are listed once for all the nodes.
   - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
+  - With O(kubevirt=migrate), a KubeVirt virt-launcher pod whose eviction a PodDisruptionBudget refuses is
+    judged as M(nmo.maintenance.nmo_drain) will treat it. Its VirtualMachineInstance (one list of them, only
+    when such a pod exists) is C(LiveMigratable), so the drain migrates it, and the node is V(go (migrate))
+    when nothing else stops it; or it is not, and the node is V(no-go) with the VMI's reason and message.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
@@ -82,6 +86,11 @@ options:
     description: At most this many dry-run eviction requests at a time.
     type: int
     default: 32
+  kubevirt:
+    description: As M(nmo.maintenance.nmo_drain)'s; V(migrate) judges the refused VM pods by their VMI.
+    type: str
+    choices: [wait, migrate]
+    default: wait
 """
 
 EXAMPLES = r"""
@@ -125,7 +134,8 @@ table:
   elements: str
 nodes:
   description:
-    - One entry per node, in the order given, with C(node), C(found), C(verdict) (V(go), V(warn), V(no-go)),
+    - One entry per node, in the order given, with C(node), C(found), C(verdict) (V(go), V(go (migrate)), V(warn), V(no-go)),
+      C(migrations),
       C(summary) (the node's line), C(blockers) and C(warnings) (sentences).
     - C(to_evict) (each with C(dry_run) V(allowed), V(refused), V(error) or V(gone), C(message), C(pdbs)),
       C(to_delete), C(to_wait), C(skipped_pods), C(refused) (with C(options)).
@@ -163,7 +173,8 @@ ARGUMENT_SPEC = {
     "pod_selector": {"type": "str"},
     "disable_eviction": {"type": "bool", "default": False},
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-    "parallelism": {"type": "int", "default": 32}}
+    "parallelism": {"type": "int", "default": 32},
+    "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"}}
 
 
 def pool_size(params):

@@ -219,6 +219,14 @@ class MultiWatcher:
         for watcher in self.watchers:
             watcher.close()
 
+    def add(self, watcher: Watcher) -> Watcher:
+        """Start one more watcher and wait on it too from now on (the drain's KubeVirt hook
+        watches migrations only once a VM needs one)."""
+        watcher._notify = self._notify
+        watcher.start()
+        self.watchers.append(watcher)
+        return watcher
+
     def __enter__(self) -> MultiWatcher:
         return self.start()
 

@@ -20,9 +20,11 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .. import validation
 from ..api.client import Client, path_segment
-from ..api.waiter import MultiWatcher, Watcher, list_objects, wait_until
+from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
 from ..guards import run
+from ..kubevirt import migrations as kubevirt
+from ..kubevirt.objects import MODES as KUBEVIRT_MODES
 from ..maintenance import record as maintenance
 from ..maintenance.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..node.taints import read_node
@@ -69,6 +71,7 @@ class DrainOptions:
     parallelism: int = 32
     retry_delay: float = 1.0
     run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
+    kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (kubevirt/migrations.py)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -86,7 +89,8 @@ class DrainOptions:
                   lambda: v.seconds(self.retry_delay, "retry_delay", 0.1, 3600),
                   lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
                                    v.MAX_WAIT_SECONDS, "seconds", integer=True),
-                  lambda: v.label_selector(self.pod_selector or "", "pod_selector")]
+                  lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
+                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
         if self.grace_period is not None:  # unset: each pod's own
@@ -201,12 +205,20 @@ class DrainRun:
         self.warnings = warnings
         status = (nm or {}).get("status") or {}
         self.total, self.eviction_pods = initial_counts(status, len(self.tracker.pending), len(listing["items"]))
+        self.kubevirt: Optional[kubevirt.Migrations] = None
+        if opts.kubevirt == kubevirt.MIGRATE:
+            actions = {key: pod.action for key, pod in self.tracker.pending.items()}
+            evicting = [p for p in listing["items"] if actions.get(object_key(p)) == EVICT]
+            self.kubevirt = kubevirt.for_drain(client, opts.kubevirt, opts.node, opts.maintenance, evicting,
+                                               self.waitable, self.record)
 
     # -- status and events --------------------------------------------------------------------
     def fields(self, finished: bool = False, error: Optional[str] = None) -> Dict[str, Any]:
         last_error = error if error is not None else self.tracker.last_error
-        return status_fields(self.total, self.eviction_pods, self.tracker.pending.values(),
-                             last_error, finished)
+        wanted = status_fields(self.total, self.eviction_pods, self.tracker.pending.values(), last_error, finished)
+        if self.kubevirt is not None:
+            wanted["migrations"] = self.kubevirt.status()
+        return wanted
 
     def record(self, reason: str, message: str, key: str = "", etype: Optional[str] = None) -> None:
         nm = self.status.nm
@@ -240,6 +252,10 @@ class DrainRun:
             except queue.Empty:
                 return
             pod = self.tracker.answer(key, outcome, now)
+            if (pod is not None and with_events and outcome.kind == REFUSED and self.kubevirt is not None
+                    and self.kubevirt.refused(pod)):
+                self.tracker.last_error = pod.last_error  # the VM's migration speaks for its pod
+                continue
             if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
                 self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
 
@@ -263,6 +279,13 @@ class DrainRun:
         self.tracker.settle(self.watcher.objects, time.time())
         if self.tracker.fatal and not self.tracker.in_flight():
             return False
+        if self.kubevirt is not None:
+            self.kubevirt.step(self.tracker.pending, time.monotonic())
+            note = self.kubevirt.take_note()
+            if note is not None:
+                self.tracker.last_error = note
+            if self.kubevirt.busy():  # a migration off the node is not over before KubeVirt says so
+                return None
         return True if not self.tracker.pending else None
 
     def run(self) -> Tuple[bool, str]:
@@ -372,6 +395,8 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         status=maintenance.summary(run.status.nm),
         warnings=warnings + run.events.warnings,
     )
+    if run.kubevirt is not None:
+        result.update(migrations=run.kubevirt.status(), migrations_created=run.kubevirt.created)
     if not finished:
         raise DrainFailed(error, **result)
     return result

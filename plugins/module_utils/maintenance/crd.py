@@ -16,7 +16,7 @@ CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
-SCHEMA_REVISION = "2"
+SCHEMA_REVISION = "3"  # 3: status.migrations (KubeVirt live migrations of the drain)
 REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
 NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
 
@@ -50,6 +50,14 @@ def manifest() -> Dict[str, Any]:
             "lastUpdate": {"type": "string", "format": "date-time",
                            "description": "When the status was last written."},
             "errorOnLeaseCount": _integer("Consecutive failures to obtain the lease."),
+            # Ours, not NMO's (an NMO-installed CRD prunes it): the drain's KubeVirt live
+            # migrations (kubevirt: migrate), one entry per VM whose pod it had to move.
+            "migrations": {
+                "type": "array", "description": "KubeVirt live migrations made or followed by the drain.",
+                "items": {"type": "object", "properties": {
+                    k: {"type": "string"} for k in ("namespace", "vmi", "pod", "state", "migration", "phase",
+                                                    "targetNode", "started", "message")}},
+            },
         },
     }
     spec = {

@@ -7,6 +7,7 @@ subresource as a merge patch of just the fields that changed.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client, path_segment
@@ -21,7 +22,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
 MODE_ANNOTATION = "nmo.maintenance/mode"  # standalone: this collection did the work; operator: NMO did
 STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
-                 "lastError", "errorOnLeaseCount")
+                 "lastError", "errorOnLeaseCount", "migrations")
 
 
 def default_name(node: str) -> str:
@@ -223,6 +224,7 @@ def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         "lastUpdate": status.get("lastUpdate", ""),
         "created": nm["metadata"].get("creationTimestamp", ""),
         "mode": (nm["metadata"].get("annotations") or {}).get(MODE_ANNOTATION, ""),
+        "migrations": status.get("migrations") or [],
     }
 
 
@@ -235,6 +237,37 @@ def progress_line(node: str, nm: Optional[Dict[str, Any]], elapsed: float) -> st
     line = f"{node}: drainProgress {status.get('drainProgress', 0)}%, {len(pending)} pending pod(s)"
     if pending:
         line += ": " + ", ".join(pending)
-    if status.get("lastError"):
+    moving = migration_lines(status.get("migrations") or [])
+    if moving:
+        line += "; " + "; ".join(moving)
+    elif status.get("lastError"):
         line += "; last error: " + status["lastError"]
     return line + f" ({elapsed:.0f} s)"
+
+
+IN_FLIGHT = ("queued", "migrating")
+
+
+def migration_lines(migrations: List[Dict[str, Any]], now: Optional[datetime] = None) -> List[str]:
+    """``vm-order-processing: migrating, phase TargetReady, 40 s`` for each KubeVirt migration
+    the drain is waiting for (status ``migrations``, written by kubevirt/migrations.py)."""
+    now = now or datetime.now(timezone.utc)
+    lines = []
+    for m in migrations:
+        if m.get("state") not in IN_FLIGHT:
+            continue
+        line = f"{m.get('vmi')}: {m.get('state')}"
+        if m.get("phase"):
+            line += f", phase {m['phase']}"
+        started = parse_time(m.get("started") or "")
+        if started is not None and m.get("state") == "migrating":
+            line += f", {max(0, (now - started).total_seconds()):.0f} s"
+        lines.append(line)
+    return lines
+
+
+def parse_time(text: str) -> Optional[datetime]:
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None

@@ -25,9 +25,12 @@ from ..drain import budgets
 from ..drain.drain import pod_path
 from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 from ..errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
+from ..kubevirt import objects as kubevirt
+from ..kubevirt import preflight as kubevirt_preflight
 from .placement import NodeRoom, Placement, node_room, place, show_requests, unjudged
 
 GO, WARN, NO_GO = "go", "warn", "no-go"
+GO_MIGRATE = "go (migrate)"  # kubevirt=migrate: blocked VM pods the drain live-migrates
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
 PAGE = 500
 _NAMED_BUDGET = re.compile(r"disruption budget (\S+) needs")
@@ -46,6 +49,7 @@ class PreflightOptions:
     disable_eviction: bool = False
     skip_wait_for_delete_timeout: int = 0
     parallelism: int = 32
+    kubevirt: str = kubevirt.WAIT
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
@@ -70,7 +74,8 @@ class PreflightOptions:
                        lambda: v.number(self.parallelism, "parallelism", 1, 500, "requests", integer=True),
                        lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
                                         v.MAX_WAIT_SECONDS, "seconds", integer=True),
-                       lambda: v.label_selector(self.pod_selector or "", "pod_selector"))
+                       lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
+                       lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES))
         except InputError as exc:
             problems.append(exc.message)
         if problems:
@@ -158,13 +163,14 @@ class NodeReport:
     warnings: List[str] = field(default_factory=list)
     batch: List[str] = field(default_factory=list)
     placements: List[Placement] = field(default_factory=list)
+    migrations: List[str] = field(default_factory=list)  # VM pods the drain will live-migrate
 
     def of(self, action: str) -> List[PodPlan]:
         return [p for p in self.plans if p.action == action]
 
     @property
     def verdict(self) -> str:
-        return NO_GO if self.blockers else WARN if self.warnings else GO
+        return NO_GO if self.blockers else WARN if self.warnings else GO_MIGRATE if self.migrations else GO
 
     def line(self) -> str:
         evict, delete = len(self.of(EVICT)), len(self.of(DELETE))
@@ -177,6 +183,9 @@ class NodeReport:
         if self.warnings:
             more = f" (+{len(self.warnings) - 1} more)" if len(self.warnings) > 1 else ""
             return f"{counts}; {self.warnings[0]}{more}"
+        if self.migrations:
+            return f"{counts}; {len(self.migrations)} VM(s) to live-migrate: {self.migrations[0]}" + (
+                f" (+{len(self.migrations) - 1} more)" if len(self.migrations) > 1 else "")
         placed = [p for p in self.placements if p.node]
         where = f"; {len(placed)} replacement(s) fit elsewhere" if placed else ""
         return f"{counts}{', all allowed now' if evict else ''}{where}"
@@ -189,7 +198,7 @@ class NodeReport:
                 needed[k] = needed.get(k, 0) + v
         return {
             "node": self.node, "found": self.found, "verdict": self.verdict, "summary": self.line(),
-            "blockers": self.blockers, "warnings": self.warnings,
+            "blockers": self.blockers, "warnings": self.warnings, "migrations": self.migrations,
             "to_evict": self.evictions, "to_delete": [p.brief() for p in self.of(DELETE)],
             "to_wait": [p.brief() for p in self.of(WAIT)], "skipped_pods": [p.brief() for p in self.of(SKIP)],
             "refused": [p.brief() for p in self.of(REFUSE)],
@@ -207,7 +216,8 @@ def judge_options(report: NodeReport) -> None:
         report.blockers.append(f"{plan.key} needs {allow}: {plan.reason}")
 
 
-def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, known: budgets.Budgets) -> None:
+def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, known: budgets.Budgets,
+                   vm: Optional[kubevirt.Verdict] = None) -> None:
     guarding = known.guarding(pod)
     views = [known.view(b) for b in guarding]
     for v in views:
@@ -222,7 +232,11 @@ def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, 
         refusing = [v for v in views if v.name in named] or views  # the server names it; else every match
         never = [v for v in refusing if v.never]
         names = ", ".join(f"{v.namespace}/{v.name}" for v in refusing) or names
-        if never:
+        if vm is not None and vm.action != kubevirt.BLOCKED:  # kubevirt=migrate moves it
+            report.migrations.append(kubevirt_preflight.note(plan.key, vm))
+        elif vm is not None:
+            report.blockers.append(f"{plan.key} is refused by PDB {names} and cannot be live-migrated: {vm.why}")
+        elif never:
             v = never[0]
             report.blockers.append(f"{plan.key} is refused by PDB {v.namespace}/{v.name}, which can never allow it: "
                                    f"{v.never}")
@@ -264,8 +278,9 @@ def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Sn
 
 def table(reports: List[NodeReport]) -> List[str]:
     width = max([len("node")] + [len(r.node) for r in reports])
-    lines = [f"{'node':<{width}}  {'verdict':<7}  why"]
-    lines += [f"{r.node:<{width}}  {r.verdict:<7}  {r.line()}" for r in reports]
+    column = max([len("verdict")] + [len(r.verdict) for r in reports])
+    lines = [f"{'node':<{width}}  {'verdict':<{column}}  why"]
+    lines += [f"{r.node:<{width}}  {r.verdict:<{column}}  {r.line()}" for r in reports]
     return lines
 
 
@@ -293,9 +308,10 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             pods[plan.key] = pod
         judge_options(report)
     answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT)], opts.parallelism)
+    vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     for report in reports:
         for plan in report.of(EVICT):
-            judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets)
+            judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets, vms.get(plan.key))
     judge_capacity(reports, pods, snapshot, opts.concurrency)
     blocked = [r.node for r in reports if r.verdict == NO_GO]
     summary = (f"no-go: {len(blocked)} of {len(reports)} node(s) blocked: {', '.join(blocked)}" if blocked

@@ -19,7 +19,7 @@ description:
     keeping every other taint; cordon and the exclude-from-remediation label (C(Cordon)).
   - O(state=absent), in order. Uncordon, remove the label and set O(annotations)
     (C(UncordonNode)); remove the maintenance taints; release our node lease and slots;
-    record O(events) on the C(NodeMaintenance), then delete it (C(RemovedMaintenance)).
+    record O(events) on the C(NodeMaintenance) (or the Node), then delete it (C(RemovedMaintenance)).
   - Each call stops at the first error. The failure carries C(reached), the steps that were
     done, so a rollback undoes exactly those.
   - A rerun does only what is missing; a node already as asked gives C(changed=false),
@@ -29,6 +29,7 @@ author:
 extends_documentation_fragment:
   - nmo.maintenance.connection
   - nmo.maintenance.lease
+  - nmo.maintenance.events
 attributes:
   check_mode:
     support: full
@@ -63,12 +64,6 @@ options:
     description: With O(state=present), install or upgrade the NodeMaintenance CRD first.
     type: bool
     default: false
-  wait:
-    description:
-      - With O(state=present), V(true) waits for the slot, the node lease and the etcd guard
-        until O(timeout); V(false) fails at once, naming who holds what.
-    type: bool
-    default: true
   label_key:
     description: The label that excludes the node from remediation. Node Health Check reads the default.
     type: str
@@ -78,30 +73,6 @@ options:
       - With O(state=absent), node annotations to set in the uncordon request (a null value
         removes one). The role marks a node done for a campaign with it.
     type: dict
-  events:
-    description:
-      - With O(state=absent), events to record on the C(NodeMaintenance) before it is deleted,
-        for example C(SucceedMaintenance).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      reason:
-        description: The event's reason.
-        type: str
-        required: true
-      text:
-        description: The event's message; default the design's message for a known reason.
-        type: str
-      type:
-        description: V(Normal) or V(Warning); default the design's type for a known reason.
-        type: str
-        choices: [Normal, Warning]
-      "on":
-        description: V(maintenance) records it on the C(NodeMaintenance), V(node) on the Node.
-        type: str
-        choices: [maintenance, node]
-        default: maintenance
   mode:
     description:
       - V(standalone), this collection does the node's work. V(operator), a running Node
@@ -202,10 +173,10 @@ api_requests:
   type: int
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import EVENTS_SPEC
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
@@ -225,11 +196,10 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
-    "wait": {"type": "bool", "default": True},
-    **disruption.LEASE_SPEC,
+    **specs.LEASE,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},
-    "events": EVENTS_SPEC,
+    **specs.EVENTS,
     "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"}}
 
 

@@ -1,8 +1,10 @@
 """The one place where Ansible meets the core: argument spec in, result or failure out.
 
-A module is ``run(spec, core_function)``; the core function gets a connected client, the
+A module's ``main()`` is ``run(spec, core_function)``, shipped or called in Ansible's worker
+(plugin_utils/in_process.py) alike; the core function gets a connected client, the
 parameters and whether Ansible runs in check mode, and returns the result dict
-(``changed``, ``diff``, module-specific keys, optional ``warnings``).
+(``changed``, ``diff``, module-specific keys, optional ``warnings``). The shared option
+groups of a spec are in ``specs.py``.
 """
 
 from __future__ import annotations
@@ -21,11 +23,7 @@ CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
 def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: bool,
             pool_size: Optional[Callable[[Dict[str, Any]], int]] = None, client: Optional[Client] = None
             ) -> Dict[str, Any]:
-    """Validated parameters in, the module's result out (``failed`` and ``msg`` on an NmoError).
-
-    Shared by the module (``run``) and by the controller-side action plugins, which call it
-    in their own process when the module would run on the controller anyway.
-    """
+    """Validated parameters in, the module's result out (``failed`` and ``msg`` on an NmoError)."""
     if isinstance(params.get("kubeconfig"), dict):
         return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
     try:

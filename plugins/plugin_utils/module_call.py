@@ -8,7 +8,8 @@ with the serialization profile beside it since ansible-core 2.19), validates the
 through ``sys.exit``. Here, for the time of one call:
 
 - the arguments are those bytes, so ``AnsibleModule`` takes them the way it always does
-  (no ``_load_params`` override, no patched class);
+  (no ``_load_params`` override, no patched class), and never looks at ``sys.argv`` or
+  stdin, where a module run by hand finds them;
 - ``sys.stdout`` and ``sys.stderr`` are buffers: the result JSON, and anything a library
   prints, never reach the worker's own streams;
 - the module-side warning and deprecation lists start empty, so one task's warnings are

@@ -14,9 +14,11 @@ from typing import Any, Dict
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator, ValidationResult
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.specs import CONNECTION
-
 
 def check(module_spec: Dict[str, Any], args: Dict[str, Any], **module_kwargs: Any) -> ValidationResult:
-    """``args`` checked against the connection options plus ``module_spec``."""
+    """``args`` checked against the connection options plus ``module_spec``. ImportError when
+    the controller's Python lacks what the core needs (urllib3): imported here, not when the
+    action plugins load, so that such a controller still ships the modules."""
+    from ansible_collections.nmo.maintenance.plugins.module_utils.specs import CONNECTION
+
     return ArgumentSpecValidator({**CONNECTION, **module_spec}, **module_kwargs).validate(dict(args))

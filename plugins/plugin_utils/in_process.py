@@ -130,7 +130,11 @@ class NmoAction(ActionBase):
         args = dict(self._task.args)  # _update_module_args adds Ansible's own _ansible_* keys to it
         self._update_module_args(name, args, task_vars)
         display.vvv(f"{name}: running in Ansible's worker (set {SWITCH}=false to ship it)")
-        done = self.parse(module_call.call_main(module.main, args))
+        output = module_call.call_main(module.main, args)
+        if output.missing_import:
+            display.vvv(f"{name}: shipped, this Python cannot import {output.missing_import}")
+            return None
+        done = self.parse(output)
         if missing_import(done):
             display.vvv(f"{name}: shipped, {done['missing_library']} is missing here")
             return None

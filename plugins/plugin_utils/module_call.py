@@ -52,6 +52,7 @@ class Output:
     stdout: str
     stderr: str
     rc: int
+    missing_import: str = ""  # the module (or package) an ImportError out of main() named
 
     def as_result(self) -> Dict[str, Any]:
         """The form ``ActionBase._parse_returned_data`` reads (that of a finished command)."""
@@ -112,7 +113,7 @@ def exit_code(code: Any) -> int:
 def call_main(main: Callable[[], Any], args: Dict[str, Any], profile: str = PROFILE) -> Output:
     """Run ``main`` with ``args`` as its module arguments; its output and exit status."""
     out, err = io.StringIO(), io.StringIO()
-    rc = 0
+    rc, missing = 0, ""
     with module_args(args, profile), own_warnings(), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
         try:
@@ -121,8 +122,10 @@ def call_main(main: Callable[[], Any], args: Dict[str, Any], profile: str = PROF
             rc = exit_code(exc.code)
             if exc.code is not None and not isinstance(exc.code, int):
                 print(exc.code, file=err)
-        except Exception:  # pylint: disable=broad-exception-caught  # a shipped module's Python would print it
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # a shipped module's Python would print it
             traceback.print_exc(file=err)
             rc = 1
-    return Output(out.getvalue(), err.getvalue(), rc)
+            if isinstance(exc, ImportError):  # imported late (urllib3 when connecting): this Python lacks it
+                missing = exc.name or str(exc)
+    return Output(out.getvalue(), err.getvalue(), rc, missing)
 

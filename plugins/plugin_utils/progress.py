@@ -84,9 +84,10 @@ def drain_printer(task: Any) -> Any:
         return Nothing()
     try:
         from ansible_collections.nmo.maintenance.plugins.modules import nmo_drain
+
+        checked = arguments.check(nmo_drain.ARGUMENT_SPEC, task.args)
     except ImportError:  # the module is shipped: print how long it runs, at the default interval
         return ProgressPrinter(str(task.args.get("node")), None, DEFAULT_INTERVAL)
-    checked = arguments.check(nmo_drain.ARGUMENT_SPEC, task.args)
     if checked.error_messages:
         return Nothing()  # the module refuses its arguments at once
     params = checked.validated_parameters

@@ -87,6 +87,15 @@ def test_an_exception_ends_as_a_shipped_python_would() -> None:
     assert "ValueError: boom" in output.stderr and "Traceback" in output.stderr
 
 
+def test_a_late_import_error_is_named() -> None:
+    def needs_a_package() -> None:
+        import nmo_no_such_package  # noqa: F401  # pylint: disable=import-outside-toplevel,unused-import
+
+    output = module_call.call_main(needs_a_package, {})
+    assert output.rc == 1 and output.missing_import == "nmo_no_such_package"
+    assert module_call.call_main(lambda: None, {}).missing_import == ""
+
+
 def test_sys_exit_codes() -> None:
     assert module_call.call_main(lambda: sys.exit(), {}).rc == 0
     assert module_call.call_main(lambda: sys.exit(3), {}).rc == 3

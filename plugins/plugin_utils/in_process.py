@@ -17,9 +17,10 @@ false, when the task does not run on the controller, or when the controller's Py
 what the module needs (a failed import, or the ``kubernetes`` package for an exec-plugin
 kubeconfig): then the inventory's interpreter may have it.
 
-``meta/runtime.yml`` routes each module's action here (``plugin_routing``); the module runs is
-the task's resolved action. Per module, only a companion differs: ``nmo_drain`` prints its
-progress from a thread while it runs (``progress``).
+One action serves every module (``plugins/action/nmo_maintenance.py``; the other modules'
+action files are links to it); the module it runs is the task's own. Per module, only a
+companion differs: ``nmo_drain`` prints its progress from a thread while it runs
+(``progress``).
 """
 
 from __future__ import annotations
@@ -89,11 +90,9 @@ class NmoAction(ActionBase):
         return merge_hash(result, done)
 
     def module_name(self) -> str:
-        """The module this task runs, fully qualified. Not the task's resolved action: with
-        the action routed here, that is this action's name, not the module's."""
-        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
-            self._task.action, collection_list=self._task.collections)
-        return found.resolved_fqcn if found.resolved else self._task.action
+        """The module this task runs, fully qualified (a task may name it short, with the
+        ``collections`` keyword); its action file has the module's name."""
+        return self._task.resolved_action or self._task.action
 
     def on_controller(self) -> bool:
         return in_process_allowed() and runs_on_controller(

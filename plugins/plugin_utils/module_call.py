@@ -13,7 +13,8 @@ through ``sys.exit``. Here, for the time of one call:
 - ``sys.stdout`` and ``sys.stderr`` are buffers: the result JSON, and anything a library
   prints, never reach the worker's own streams;
 - the module-side warning and deprecation lists start empty, so one task's warnings are
-  never another's;
+  never another's (on the controller, ansible-core 2.19 hands them to Display instead, and
+  the task executor puts those of the task in its result);
 - ``SystemExit`` is caught and any other exception becomes a traceback on stderr with exit
   code 1, as the Python of a shipped module would end.
 

@@ -2,10 +2,11 @@
 
 Each group is documented once, in the doc fragment of the same name
 (``plugins/doc_fragments/<group>.py``, used through ``extends_documentation_fragment``).
-A default is the core's own: the default of the field of the options object the group
-fills (``DrainOptions``, ``disruption.Request``...), so a module, the core and the
-documentation cannot disagree. ``tests/unit/test_specs.py`` holds the doc fragments and the
-role's defaults to these specs.
+Each default is given here once; ``tests/unit/test_specs.py`` holds the doc fragments, the
+core's options objects (``DrainOptions``, ``PreflightOptions``, ``disruption.Request``,
+``etcd_guard.Options``) and the role's defaults to it. (The defaults are not imported from
+those objects: that would import the drain and the guards into every module, about 60 ms
+of each in-process task.)
 
 - ``CONNECTION``: how to reach the API server (every module).
 - ``LEASE``: the slot, the node lease and the etcd guard (``nmo_lease``, ``nmo_maintenance``).
@@ -15,28 +16,13 @@ role's defaults to these specs.
 
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
 from typing import Any, Dict
 
 from ansible.module_utils.common.parameters import env_fallback
 
 from .api.client import CONNECTION_ENV
-from .drain.drain import DrainOptions
-from .guards import etcd_guard
-from .guards.disruption import Request
 
 Spec = Dict[str, Dict[str, Any]]
-
-
-def default_of(cls: Any, name: str) -> Any:
-    """The default of field ``name`` of the dataclass ``cls``."""
-    for item in fields(cls):
-        if item.name == name:
-            if item.default is not MISSING:
-                return item.default
-            if item.default_factory is not MISSING:
-                return item.default_factory()
-    raise KeyError(f"{cls.__name__} has no default for {name}")
 
 
 CONNECTION: Spec = {
@@ -53,29 +39,32 @@ CONNECTION: Spec = {
 for _name, _env in CONNECTION_ENV.items():
     CONNECTION[_name]["fallback"] = (env_fallback, [_env])
 
-_ETCD = etcd_guard.Options()
 LEASE: Spec = {
-    "concurrency": {"type": "int", "default": default_of(Request, "concurrency")},
-    "duration": {"type": "int", "default": default_of(Request, "duration")},
-    "slot_prefix": {"type": "str", "default": default_of(Request, "slot_prefix")},
-    "wait": {"type": "bool", "default": default_of(Request, "wait")},
-    "timeout": {"type": "float", "default": default_of(Request, "timeout")},
-    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": _ETCD.flavour},
-    "etcd_pod_selector": {"type": "str", "default": _ETCD.pod_selector},
-    "etcd_pod_namespace": {"type": "str", "default": _ETCD.pod_namespace},
-    "etcd_guard_namespace": {"type": "str", "default": _ETCD.guard_namespace},
+    "concurrency": {"type": "int", "default": 1},
+    "duration": {"type": "int", "default": 3600},
+    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
+    "wait": {"type": "bool", "default": False},
+    "timeout": {"type": "float", "default": 600.0},
+    "etcd_guard": {"type": "str", "choices": ["auto", "kubeadm", "openshift", "none"], "default": "auto"},
+    "etcd_pod_selector": {"type": "str", "default": "component=etcd"},
+    "etcd_pod_namespace": {"type": "str", "default": "kube-system"},
+    "etcd_guard_namespace": {"type": "str", "default": "openshift-etcd"},
     "run_id": {"type": "str"},
 }
 
 SELECTION: Spec = {
-    "force": {"type": "bool", "default": default_of(DrainOptions, "force")},
-    "delete_emptydir_data": {"type": "bool", "default": default_of(DrainOptions, "delete_emptydir_data")},
-    "ignore_daemonsets": {"type": "bool", "default": default_of(DrainOptions, "ignore_daemonsets")},
+    "force": {"type": "bool", "default": True},
+    "delete_emptydir_data": {"type": "bool", "default": True},
+    "ignore_daemonsets": {"type": "bool", "default": True},
     "pod_selector": {"type": "str"},
-    "disable_eviction": {"type": "bool", "default": default_of(DrainOptions, "disable_eviction")},
-    "skip_wait_for_delete_timeout": {"type": "int", "default": default_of(DrainOptions, "skip_wait_for_delete_timeout")},
-    "parallelism": {"type": "int", "default": default_of(DrainOptions, "parallelism")},
+    "disable_eviction": {"type": "bool", "default": False},
+    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
+    "parallelism": {"type": "int", "default": 32},
 }
+
+# nmo_drain's own options beside SELECTION (DrainOptions' defaults)
+DRAIN_TIMEOUT = 600.0
+DRAIN_RETRY_DELAY = 1.0
 
 EVENTS: Spec = {
     "events": {"type": "list", "elements": "dict", "default": [], "options": {

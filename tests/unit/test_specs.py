@@ -13,6 +13,8 @@ import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import etcd_guard
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards.disruption import Request
 from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,16 +87,23 @@ def test_the_modules_take_a_group_whole_and_name_its_fragment(group: str) -> Non
         assert not set(doc["options"]) & set(GROUPS[group]), f"{module} documents {group} options again"
 
 
-def test_preflight_selection_defaults_are_the_drains() -> None:
+@pytest.mark.parametrize("options", [DrainOptions, PreflightOptions])
+def test_the_cores_selection_defaults_are_the_specs(options: Any) -> None:
     for name, option in specs.SELECTION.items():
-        if "default" in option:
-            assert PreflightOptions.__dataclass_fields__[name].default == option["default"], name
+        assert options.__dataclass_fields__[name].default == option.get("default", ""), (options.__name__, name)
 
 
-def test_drain_defaults_come_from_drain_options() -> None:
+def test_the_cores_drain_and_lease_defaults_are_the_specs() -> None:
     spec = module_spec("nmo_drain")
-    for name in ("timeout", "retry_delay", "force", "parallelism"):
-        assert spec[name]["default"] == DrainOptions.__dataclass_fields__[name].default
+    for name in ("timeout", "retry_delay", "grace_period", "delete_fallback_after"):
+        assert spec[name].get("default") == DrainOptions.__dataclass_fields__[name].default, name
+    for name in ("concurrency", "duration", "slot_prefix", "wait", "timeout"):
+        assert specs.LEASE[name]["default"] == Request.__dataclass_fields__[name].default, name
+    etcd = etcd_guard.Options()
+    assert specs.LEASE["etcd_guard"]["choices"] == list(etcd_guard.FLAVOURS)
+    assert [specs.LEASE[name]["default"] for name in ("etcd_guard", "etcd_pod_selector", "etcd_pod_namespace",
+                                                      "etcd_guard_namespace")] == [
+        etcd.flavour, etcd.pod_selector, etcd.pod_namespace, etcd.guard_namespace]
 
 
 def test_a_timeout_is_a_float_everywhere() -> None:

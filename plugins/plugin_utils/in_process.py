@@ -36,14 +36,27 @@ from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
 
-from ansible_collections.nmo.maintenance.plugins.plugin_utils import module_call, progress
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import module_call
 
 COLLECTION = "nmo.maintenance"
 PACKAGE = "ansible_collections.nmo.maintenance.plugins"
 SWITCH = "NMO_MAINTENANCE_IN_PROCESS"
-COMPANIONS = {f"{COLLECTION}.nmo_drain": progress.drain_printer}  # module -> what runs beside it
+COMPANIONS = {f"{COLLECTION}.nmo_drain": "drain_printer"}  # module -> what runs beside it (in progress.py)
 
 display = Display()
+
+
+class Nothing:
+    """The companion of a module that has none."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+NOTHING = Nothing()
 
 
 def in_process_allowed(environ: Optional[Dict[str, str]] = None) -> bool:
@@ -75,7 +88,7 @@ class NmoAction(ActionBase):
         task_vars = task_vars or {}
         anchor = os.getppid()  # the ansible-playbook process that forked this worker
         name = self.module_name()
-        companion = COMPANIONS.get(name, progress.nothing)(self._task)
+        companion = self.companion(name)
         companion.start()
         try:
             done = self.run_here(name, task_vars, anchor) if self.on_controller() else None
@@ -93,6 +106,15 @@ class NmoAction(ActionBase):
         """The module this task runs, fully qualified (a task may name it short, with the
         ``collections`` keyword); its action file has the module's name."""
         return self._task.resolved_action or self._task.action
+
+    def companion(self, name: str) -> Any:
+        """What runs beside the module (a thread with start() and stop()); imported only for
+        the modules that have one: the collection loader compiles every file it imports, in
+        every worker."""
+        if name not in COMPANIONS:
+            return NOTHING
+        progress = importlib.import_module(f"{PACKAGE}.plugin_utils.progress")
+        return getattr(progress, COMPANIONS[name])(self._task)
 
     def on_controller(self) -> bool:
         return in_process_allowed() and runs_on_controller(
@@ -148,3 +170,28 @@ class NmoAction(ActionBase):
         data.pop("_ansible_suppress_tmpdir_delete", None)
         remove_internal_keys(data)
         return data
+
+
+MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight", "nmo_maintenance")
+
+
+def preload() -> None:
+    """Import the modules and their core once, where this action plugin is first loaded.
+
+    Ansible's strategy loads the action plugin in the ansible-playbook process (to read its
+    class), then forks a worker for each task; what is imported here is inherited by every
+    worker. The collection loader compiles each file it imports from source (no bytecode
+    cache), so without this each in-process task imports and compiles the module, the core
+    and urllib3 again: about 70 ms of CPU a task. A controller that cannot import them ships
+    the modules as before (the workers find out for themselves).
+    """
+    if not in_process_allowed():
+        return
+    for name in [f"{PACKAGE}.modules.{module}" for module in MODULES] + ["urllib3"]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return
+
+
+preload()

@@ -22,18 +22,13 @@ DEFAULT_INTERVAL = 10.0  # nmo_drain's default progress_interval
 
 
 class Nothing:
-    """The companion of a module that has none."""
+    """No line to print."""
 
     def start(self) -> None:
         pass
 
     def stop(self) -> None:
         pass
-
-
-def nothing(task: Any) -> Nothing:
-    del task
-    return Nothing()
 
 
 class ProgressPrinter(threading.Thread):

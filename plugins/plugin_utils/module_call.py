@@ -129,4 +129,3 @@ def call_main(main: Callable[[], Any], args: Dict[str, Any], profile: str = PROF
             if isinstance(exc, ImportError):  # imported late (urllib3 when connecting): this Python lacks it
                 missing = exc.name or str(exc)
     return Output(out.getvalue(), err.getvalue(), rc, missing)
-

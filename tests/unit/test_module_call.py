@@ -106,7 +106,7 @@ def test_a_late_import_error_is_named() -> None:
 
 
 def test_sys_exit_codes() -> None:
-    assert module_call.call_main(lambda: sys.exit(), {}).rc == 0
+    assert module_call.call_main(sys.exit, {}).rc == 0
     assert module_call.call_main(lambda: sys.exit(3), {}).rc == 3
     said = module_call.call_main(lambda: sys.exit("no way"), {})
     assert said.rc == 1 and "no way" in said.stderr

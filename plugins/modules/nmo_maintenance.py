@@ -98,6 +98,7 @@ EXAMPLES = r"""
     node: node-worker-01
     reason: Hardware memory upgrade
     install_crd: true
+    wait: true
     timeout: 1800
   delegate_to: localhost
   register: begun

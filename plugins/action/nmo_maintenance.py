@@ -1,5 +1,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nmo_maintenance, in Ansible's worker process when it would run on the controller (see plugin_utils/in_process.py)."""
+"""The action of every module of this collection: each runs in Ansible's worker when it would
+run on the controller anyway, and is shipped otherwise (plugin_utils/in_process.py).
+
+The other modules' action files are symbolic links to this one. Not a ``plugin_routing``
+redirect in meta/runtime.yml: Ansible then takes the redirect's target as the task's resolved
+action, so ``module_defaults`` given for one module (``nmo.maintenance.nmo_info: {...}``)
+would be ignored for it and those of nmo_maintenance applied to every module instead.
+"""
 
 from __future__ import annotations
 
@@ -7,4 +14,4 @@ from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import 
 
 
 class ActionModule(NmoAction):
-    module = "nmo_maintenance"
+    pass

@@ -7,20 +7,24 @@ from __future__ import annotations
 import importlib
 import os
 
-from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import PACKAGE, NmoAction
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import arguments
+from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import PACKAGE
 
 
-class ActionModule(NmoAction):
-    module = "nmo_run"
+class ActionModule(ActionBase):
+    _supports_check_mode = True
     _supports_async = False
 
     def run(self, tmp=None, task_vars=None):
-        result = super(NmoAction, self).run(tmp, task_vars)  # pylint: disable=bad-super-call
+        result = super().run(tmp, task_vars)
         if self._connection.transport != "local" or self._play_context.become:
             result.update(failed=True, msg="nmo_run must run on the controller: delegate it to localhost "
                                            "with a local connection and become: false")
             return result
-        module, checked = self.check_args()
+        module = importlib.import_module(f"{PACKAGE}.modules.nmo_run")
+        checked = arguments.check(module.ARGUMENT_SPEC, self._task.args)
         if checked.error_messages:
             result.update(failed=True, msg=checked.errors.msg)
             return result

@@ -1,4 +1,5 @@
-# The lease and etcd-guard options of nmo_lease and nmo_maintenance (module_utils/guards/disruption.py, LEASE_SPEC).
+# The lease and etcd-guard options of nmo_lease and nmo_maintenance
+# (module_utils/specs.py, LEASE; defaults from disruption.Request).
 
 
 class ModuleDocFragment:
@@ -25,9 +26,16 @@ options:
         C(.), starting with a letter or digit, not C(node-) (those are node leases).
     type: str
     default: nmo-maintenance-slot
+  wait:
+    description:
+      - V(true) keeps trying until acquired or O(timeout), watching the leases (and the etcd
+        pods or guard PDB); V(false) fails at once, naming who holds what.
+      - M(nmo.maintenance.nmo_maintenance) waits only with O(nmo.maintenance.nmo_maintenance#module:state=present).
+    type: bool
+    default: false
   timeout:
     description: Seconds to wait for the leases with O(wait=true), from 0 to 604800.
-    type: int
+    type: float
     default: 600
   etcd_guard:
     description:

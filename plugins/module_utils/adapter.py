@@ -1,32 +1,21 @@
 """The one place where Ansible meets the core: argument spec in, result or failure out.
 
-A module is ``run(spec, core_function)``; the core function gets a connected client, the
+A module's ``main()`` is ``run(spec, core_function)``, shipped or called in Ansible's worker
+(plugin_utils/in_process.py) alike; the core function gets a connected client, the
 parameters and whether Ansible runs in check mode, and returns the result dict
-(``changed``, ``diff``, module-specific keys, optional ``warnings``).
+(``changed``, ``diff``, module-specific keys, optional ``warnings``). The shared option
+groups of a spec are in ``specs.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import AnsibleModule
 
-from .api.client import CONNECTION_ENV, Client, ConnectionOptions, connect
+from .api.client import Client, ConnectionOptions, connect
 from .errors import NmoError
-
-CONNECTION_SPEC: Dict[str, Dict[str, Any]] = {
-    "kubeconfig": {"type": "raw"},
-    "context": {"type": "str"},
-    "host": {"type": "str"},
-    "api_key": {"type": "str", "no_log": True},
-    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
-    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
-    "client_cert": {"type": "path", "aliases": ["cert_file"]},
-    "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
-    "proxy": {"type": "str"},
-}
-for _name, _env in CONNECTION_ENV.items():
-    CONNECTION_SPEC[_name]["fallback"] = (env_fallback, [_env])
+from .specs import CONNECTION
 
 CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
 
@@ -34,11 +23,7 @@ CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
 def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: bool,
             pool_size: Optional[Callable[[Dict[str, Any]], int]] = None, client: Optional[Client] = None
             ) -> Dict[str, Any]:
-    """Validated parameters in, the module's result out (``failed`` and ``msg`` on an NmoError).
-
-    Shared by the module (``run``) and by the controller-side action plugins, which call it
-    in their own process when the module would run on the controller anyway.
-    """
+    """Validated parameters in, the module's result out (``failed`` and ``msg`` on an NmoError)."""
     if isinstance(params.get("kubeconfig"), dict):
         return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
     try:
@@ -58,7 +43,7 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
 
 def run(argument_spec: Dict[str, Any], core: CoreFunction, pool_size: Optional[Callable[[Dict[str, Any]], int]] = None,
         **module_kwargs: Any) -> None:
-    module = AnsibleModule(argument_spec={**CONNECTION_SPEC, **argument_spec}, supports_check_mode=True,
+    module = AnsibleModule(argument_spec={**CONNECTION, **argument_spec}, supports_check_mode=True,
                            **module_kwargs)
     result = execute(dict(module.params), core, module.check_mode, module._diff, pool_size)
     for warning in result.pop("warnings", []):

@@ -17,10 +17,13 @@ description:
     the status subresource, records events, or deletes it.
   - Creating one is refused before anything is written when the node does not exist or when
     another C(NodeMaintenance) already names the node.
+  - O(events) are recorded besides C(BeginMaintenance) (recorded when a C(NodeMaintenance) is
+    created) and C(RemovedMaintenance) (when one is deleted).
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.events
 attributes:
   check_mode:
     support: full
@@ -93,31 +96,6 @@ options:
       errorOnLeaseCount:
         description: Consecutive failures to obtain the lease.
         type: int
-  events:
-    description:
-      - Events to record, aggregated (a repeat bumps C(count)). By default on the
-        C(NodeMaintenance); with C(on=node), on the Node.
-      - Creating a C(NodeMaintenance) records C(BeginMaintenance), deleting it C(RemovedMaintenance).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      reason:
-        description: Reason, for example C(SucceedMaintenance) or C(FailedMaintenance).
-        type: str
-        required: true
-      text:
-        description: The event's message; defaults to the design's message for the reason.
-        type: str
-      type:
-        description: Event type; defaults to the design's type for the reason.
-        type: str
-        choices: [Normal, Warning]
-      "on":
-        description: What the event is about.
-        type: str
-        choices: [maintenance, node]
-        default: maintenance
   run_id:
     description:
       - The playbook run this is for (M(nmo.maintenance.nmo_run)). A C(NodeMaintenance) held
@@ -179,7 +157,7 @@ api_requests:
   type: int
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd, events, lifecycle
@@ -265,7 +243,7 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "status": {"type": "dict", "options": STATUS_OPTIONS},
-    "events": events.EVENTS_SPEC,
+    **specs.EVENTS,
     "run_id": {"type": "str"}}
 
 

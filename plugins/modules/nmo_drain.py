@@ -35,6 +35,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.selection
 attributes:
   check_mode:
     support: full
@@ -53,21 +54,6 @@ options:
       - Name of the NodeMaintenance whose status shows the drain's progress. It must name O(node).
       - Without it the drain writes no status and records no event.
     type: str
-  force:
-    description: Evict pods that no controller manages (they are not recreated anywhere).
-    type: bool
-    default: true
-  delete_emptydir_data:
-    description: Evict pods with C(emptyDir) volumes (their data is lost).
-    type: bool
-    default: true
-  ignore_daemonsets:
-    description: Skip DaemonSet pods. When false, a DaemonSet pod on the node makes the drain fail.
-    type: bool
-    default: true
-  pod_selector:
-    description: Only pods whose labels match this label selector (C(app=web,tier!=db)) are drained.
-    type: str
   grace_period:
     description: Termination grace period in seconds for every pod. Unset, each pod's own is used.
     type: int
@@ -76,23 +62,11 @@ options:
       runs out, the module fails with the pending pods named.
     type: float
     default: 600
-  disable_eviction:
-    description: Delete the pods instead of evicting them. PodDisruptionBudgets are not consulted.
-    type: bool
-    default: false
   delete_fallback_after:
     description:
       - After a pod's eviction has been refused by its PodDisruptionBudget for this many seconds, delete it
         instead (kubespray's drain fallback). Unset, a PodDisruptionBudget is never bypassed.
     type: float
-  skip_wait_for_delete_timeout:
-    description: Pods terminating for longer than this many seconds are not waited for. 0 waits for all.
-    type: int
-    default: 0
-  parallelism:
-    description: At most this many eviction requests at a time, 1 to 500.
-    type: int
-    default: 32
   retry_delay:
     description: Seconds between two evictions of a pod that a PodDisruptionBudget refused, 0.1 to 3600.
     type: float
@@ -126,32 +100,6 @@ options:
         O(timeout) naming the pending pods.
     type: bool
     default: false
-  kubevirt:
-    description:
-      - What the drain does about a KubeVirt VM whose virt-launcher pod (label C(kubevirt.io=virt-launcher),
-        owned by a C(kubevirt.io/v1) C(VirtualMachineInstance)) a PodDisruptionBudget refuses to evict.
-      - V(wait), as for any pod, retries the eviction until someone moves the VM (the seed's case,
-        a C(VirtualMachineInstanceMigration) made by hand) or the O(timeout).
-      - V(migrate) live-migrates it. When the VMI reports C(LiveMigratable=True), one
-        C(VirtualMachineInstanceMigration) is created for it and followed by watch to C(Succeeded);
-        KubeVirt then ends the pod on the node, and the drain sees it go. At most 2 migrations of a drain run at
-        once (KubeVirt's default C(parallelOutboundMigrationsPerNode)), and none is started while the cluster has 5
-        unfinished (C(parallelMigrationsPerCluster)), counted from a watch of every migration. A migration
-        already under way for the VMI is followed, not doubled; a VMI whose C(evictionStrategy) is
-        C(LiveMigrate) or C(LiveMigrateIfPossible) is left to KubeVirt, which migrates it on eviction.
-      - A VMI that is not live-migratable, or a migration that fails, leaves the pod pending with KubeVirt's
-        reason in C(lastError) and one event (C(DrainError), C(MigrationFailed)). The retry policy is one migration
-        per VM and drain, none retried by the drain itself; a VMI that becomes C(LiveMigratable) during the
-        drain is migrated then; the pod's eviction keeps being retried every O(retry_delay) s, and O(timeout)
-        still ends the drain. A virt-launcher pod is never deleted by the drain.
-      - Events C(MigrationStarted), C(MigrationSucceeded) and C(MigrationFailed) on the NodeMaintenance, and the
-        status field C(migrations), and the progress line says, for instance,
-        C(vm-order-processing - migrating, phase TargetReady, 40 s). Needs the C(kubevirt.io) rules of the shipped ClusterRole.
-      - With V(wait), or no virt-launcher pod refused, the drain makes no request about KubeVirt. With
-        O(operator=true) NMO drains and this option has no effect.
-    type: str
-    choices: [wait, migrate]
-    default: wait
 """
 
 EXAMPLES = r"""
@@ -272,7 +220,7 @@ status:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions, drain
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import operator
@@ -292,30 +240,19 @@ def core(client, params, check_mode):
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "maintenance": {"type": "str"},
-    "force": {"type": "bool", "default": True},
-    "delete_emptydir_data": {"type": "bool", "default": True},
-    "ignore_daemonsets": {"type": "bool", "default": True},
-    "pod_selector": {"type": "str"},
+    **specs.SELECTION,
     "grace_period": {"type": "int"},
-    "timeout": {"type": "float", "default": 600},
-    "disable_eviction": {"type": "bool", "default": False},
+    "timeout": {"type": "float", "default": specs.DRAIN_TIMEOUT},
     "delete_fallback_after": {"type": "float"},
-    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-    "parallelism": {"type": "int", "default": 32},
-    "retry_delay": {"type": "float", "default": 1},
+    "retry_delay": {"type": "float", "default": specs.DRAIN_RETRY_DELAY},
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
     "validate_only": {"type": "bool", "default": False},
-    "operator": {"type": "bool", "default": False},
-    "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"}}
-
-
-def pool_size(params):
-    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # validated later: never a huge pool first
+    "operator": {"type": "bool", "default": False}}
 
 
 def main():
-    run(ARGUMENT_SPEC, core, pool_size=pool_size)
+    run(ARGUMENT_SPEC, core, pool_size=specs.pool_size)
 
 
 if __name__ == "__main__":

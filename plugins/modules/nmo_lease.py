@@ -70,12 +70,6 @@ options:
       - Default is the NodeMaintenance whose C(spec.nodeName) is O(node), if any; without one,
         events go to the Node.
     type: str
-  wait:
-    description:
-      - V(true) keeps trying until acquired or O(timeout), watching the leases (and the etcd
-        pods or guard PDB); V(false) fails at once, naming who holds what.
-    type: bool
-    default: false
 
 notes:
   - Leases live in C(medik8s-leases), created when missing, as medik8s does.
@@ -162,6 +156,7 @@ api_requests:
   type: int
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
 
@@ -177,8 +172,7 @@ ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "state": {"type": "str", "choices": ["acquired", "released"], "default": "acquired"},
     "maintenance": {"type": "str"},
-    "wait": {"type": "bool", "default": False},
-    **disruption.LEASE_SPEC}
+    **specs.LEASE}
 
 
 def main():

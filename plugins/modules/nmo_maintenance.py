@@ -36,6 +36,7 @@ author:
 extends_documentation_fragment:
   - nmo.maintenance.connection
   - nmo.maintenance.lease
+  - nmo.maintenance.events
 attributes:
   check_mode:
     support: full
@@ -71,12 +72,6 @@ options:
     description: With O(state=present), install or upgrade the NodeMaintenance CRD first.
     type: bool
     default: false
-  wait:
-    description:
-      - With O(state=present), V(true) waits for the slot, the node lease and the etcd guard
-        until O(timeout); V(false) fails at once, naming who holds what.
-    type: bool
-    default: true
   label_key:
     description: The label that excludes the node from remediation. Node Health Check reads the default.
     type: str
@@ -86,30 +81,6 @@ options:
       - With O(state=absent), node annotations to set in the uncordon request (a null value
         removes one). The role marks a node done for a campaign with it.
     type: dict
-  events:
-    description:
-      - With O(state=absent), events to record on the C(NodeMaintenance) before it is deleted,
-        for example C(SucceedMaintenance).
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      reason:
-        description: The event's reason.
-        type: str
-        required: true
-      text:
-        description: The event's message; default the design's message for a known reason.
-        type: str
-      type:
-        description: V(Normal) or V(Warning); default the design's type for a known reason.
-        type: str
-        choices: [Normal, Warning]
-      "on":
-        description: V(maintenance) records it on the C(NodeMaintenance), V(node) on the Node.
-        type: str
-        choices: [maintenance, node]
-        default: maintenance
   error:
     description:
       - With O(state=failed), what failed, for C(lastError) (cut at 1000 characters) and the
@@ -155,6 +126,7 @@ EXAMPLES = r"""
     node: node-worker-01
     reason: Hardware memory upgrade
     install_crd: true
+    wait: true
     timeout: 1800
   delegate_to: localhost
   register: begun
@@ -243,10 +215,10 @@ api_requests:
   type: int
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import EVENTS_SPEC
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
@@ -269,11 +241,10 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
-    "wait": {"type": "bool", "default": True},
-    **disruption.LEASE_SPEC,
+    **specs.LEASE,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},
-    "events": EVENTS_SPEC,
+    **specs.EVENTS,
     "error": {"type": "str", "default": ""},
     "reached": {"type": "list", "elements": "str", "choices": list(lifecycle.BEGIN_STEPS)},
     "rollback": {"type": "bool", "default": True},

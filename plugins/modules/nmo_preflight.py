@@ -40,6 +40,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.selection
 attributes:
   check_mode:
     support: full
@@ -59,38 +60,6 @@ options:
     description: How many nodes are out at once (the role's C(node_maintenance_concurrency)).
     type: int
     default: 1
-  force:
-    description: As M(nmo.maintenance.nmo_drain)'s; when false, pods that no controller manages are refused.
-    type: bool
-    default: true
-  delete_emptydir_data:
-    description: As M(nmo.maintenance.nmo_drain)'s; when false, pods with C(emptyDir) volumes are refused.
-    type: bool
-    default: true
-  ignore_daemonsets:
-    description: As M(nmo.maintenance.nmo_drain)'s; when false, DaemonSet pods are refused.
-    type: bool
-    default: true
-  pod_selector:
-    description: As M(nmo.maintenance.nmo_drain)'s; only pods matching this label selector are considered.
-    type: str
-  disable_eviction:
-    description: As M(nmo.maintenance.nmo_drain)'s; pods would be deleted, so no PodDisruptionBudget is consulted.
-    type: bool
-    default: false
-  skip_wait_for_delete_timeout:
-    description: As M(nmo.maintenance.nmo_drain)'s.
-    type: int
-    default: 0
-  parallelism:
-    description: At most this many dry-run eviction requests at a time.
-    type: int
-    default: 32
-  kubevirt:
-    description: As M(nmo.maintenance.nmo_drain)'s; V(migrate) judges the refused VM pods by their VMI.
-    type: str
-    choices: [wait, migrate]
-    default: wait
 """
 
 EXAMPLES = r"""
@@ -156,6 +125,7 @@ api_requests:
   type: int
 """
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions, preflight
 
@@ -167,22 +137,11 @@ def core(client, params, check_mode):
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "concurrency": {"type": "int", "default": 1},
-    "force": {"type": "bool", "default": True},
-    "delete_emptydir_data": {"type": "bool", "default": True},
-    "ignore_daemonsets": {"type": "bool", "default": True},
-    "pod_selector": {"type": "str"},
-    "disable_eviction": {"type": "bool", "default": False},
-    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-    "parallelism": {"type": "int", "default": 32},
-    "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"}}
-
-
-def pool_size(params):
-    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # validated later: never a huge pool first
+    **specs.SELECTION}
 
 
 def main():
-    run(ARGUMENT_SPEC, core, pool_size=pool_size)
+    run(ARGUMENT_SPEC, core, pool_size=specs.pool_size)
 
 
 if __name__ == "__main__":

@@ -110,7 +110,7 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import CONNECTION_SPEC
+from ansible_collections.nmo.maintenance.plugins.module_utils.specs import CONNECTION
 
 ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
@@ -123,7 +123,7 @@ ARGUMENT_SPEC = {
 
 def main():
     # The action plugin does the work on the controller; shipped, the module can only refuse.
-    module = AnsibleModule(argument_spec={**CONNECTION_SPEC, **ARGUMENT_SPEC}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec={**CONNECTION, **ARGUMENT_SPEC}, supports_check_mode=True)
     module.fail_json(msg="nmo_run must run in the controller's own process: delegate it to localhost "
                          "with a local connection, without become or async")
 

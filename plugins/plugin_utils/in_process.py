@@ -1,112 +1,197 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run this collection's modules inside Ansible's worker process when they would run on the controller.
+"""The action of every module of this collection: run the module in Ansible's worker when it
+would run on the controller anyway, ship it otherwise.
 
-Every Kubernetes call of the role is a task delegated to localhost. Shipped as a module, each
-such task starts a new Python that unpacks and imports Ansible's module code before it makes
-a single request: about half a second a task, most of a node's orchestration time. When the
-task runs on the controller anyway (local connection, no become, no async, no task
-environment), the action plugin validates the arguments against the module's own argument
-spec and calls the same core function here, in the worker Ansible already forked for the
-task. Anything else, or the environment variable NMO_MAINTENANCE_IN_PROCESS=false, runs the
-module as usual. Both paths share ``module_utils.adapter.execute``, so they return the same.
+Every Kubernetes call of the role is a task delegated to localhost. Shipped, each such task
+starts a new Python that unpacks and imports Ansible's module code before it makes a single
+request: about half a second a task, most of a node's orchestration time. When the task runs
+on the controller anyway (local connection, no become, no async, no task environment), this
+action loads the module through Ansible's plugin loader and calls the module's own ``main()``
+here, in the worker Ansible already forked for the task (``module_call``): the real
+``AnsibleModule`` takes the arguments Ansible would have sent, validates them, masks
+``no_log`` values, collects warnings and deprecations, and its printed result is parsed as
+a shipped module's is. Both paths therefore return the same thing.
+
+The module is shipped instead when the environment variable NMO_MAINTENANCE_IN_PROCESS is
+false, when the task does not run on the controller, or when the controller's Python lacks
+what the module needs (a failed import, or the ``kubernetes`` package for an exec-plugin
+kubeconfig): then the inventory's interpreter may have it.
+
+One action serves every module (``plugins/action/nmo_maintenance.py``; the other modules'
+action files are links to it); the module it runs is the task's own. Per module, only a
+companion differs: ``nmo_drain`` prints its progress from a thread while it runs
+(``progress``).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
+from typing import Any, Dict, Optional
 
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-from ansible.module_utils.common.parameters import remove_values
-from ansible.module_utils.errors import UnsupportedError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
+from ansible.vars.clean import remove_internal_keys
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import module_call
 
 COLLECTION = "nmo.maintenance"
 PACKAGE = "ansible_collections.nmo.maintenance.plugins"
 SWITCH = "NMO_MAINTENANCE_IN_PROCESS"
+COMPANIONS = {f"{COLLECTION}.nmo_drain": "drain_printer"}  # module -> what runs beside it (in progress.py)
+
+display = Display()
 
 
-def in_process_allowed(environ=None):
+class Nothing:
+    """The companion of a module that has none."""
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+NOTHING = Nothing()
+
+
+def in_process_allowed(environ: Optional[Dict[str, str]] = None) -> bool:
     """False when the operator turned the in-process path off (NMO_MAINTENANCE_IN_PROCESS=false)."""
     return boolean((environ if environ is not None else os.environ).get(SWITCH, "true"), strict=False)
 
 
+def runs_on_controller(transport: str, async_val: Any, become: Any, environment: Any) -> bool:
+    """Whether a shipped module would run in a plain Python on this controller, as this
+    worker does: local connection, not async, no become, no task environment."""
+    return transport == "local" and not async_val and not become and not any(environment or [])
+
+
+def missing_import(result: Dict[str, Any]) -> bool:
+    """Whether the module failed only because this Python lacks a package (the module says
+    so with ``missing_library``); the inventory's interpreter may have it."""
+    return bool(result.get("failed")) and bool(result.get("missing_library"))
+
+
 class NmoAction(ActionBase):
-    """Base of the collection's action plugins; a subclass names its module."""
+    """Runs the task's module in this process, or ships it."""
 
     _supports_check_mode = True
     _supports_async = True
-    module = ""
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
+        task_vars = task_vars or {}
         anchor = os.getppid()  # the ansible-playbook process that forked this worker
-        done = self.run_here(anchor) if self.on_controller() else None
-        if done is None:
-            done = self.run_module(task_vars)
+        name = self.module_name()
+        companion = self.companion(name)
+        companion.start()
+        try:
+            done = self.run_here(name, task_vars, anchor) if self.on_controller() else None
+            if done is None:
+                done = self.run_shipped(name, task_vars)
+        finally:
+            companion.stop()
         if os.getppid() != anchor:
             # ansible-playbook died while this task ran: nobody reads the result, and handing
             # it to the dead parent's queue would block this worker forever
             os._exit(1)  # pylint: disable=protected-access
         return merge_hash(result, done)
 
-    def on_controller(self):
-        return (in_process_allowed() and self._connection.transport == "local" and not self._task.async_val
-                and not self._play_context.become and not any(self._task.environment or []))
+    def module_name(self) -> str:
+        """The module this task runs, fully qualified (a task may name it short, with the
+        ``collections`` keyword); its action file has the module's name."""
+        return self._task.resolved_action or self._task.action
 
-    def run_module(self, task_vars):
+    def companion(self, name: str) -> Any:
+        """What runs beside the module (a thread with start() and stop()); imported only for
+        the modules that have one: the collection loader compiles every file it imports, in
+        every worker."""
+        if name not in COMPANIONS:
+            return NOTHING
+        progress = importlib.import_module(f"{PACKAGE}.plugin_utils.progress")
+        return getattr(progress, COMPANIONS[name])(self._task)
+
+    def on_controller(self) -> bool:
+        return in_process_allowed() and runs_on_controller(
+            self._connection.transport, self._task.async_val, self._play_context.become, self._task.environment)
+
+    def run_shipped(self, name: str, task_vars: Dict[str, Any]) -> Dict[str, Any]:
         wrap_async = self._task.async_val and not self._connection.has_native_async
-        done = self._execute_module(module_name=f"{COLLECTION}.{self.module}", task_vars=task_vars,
-                                    wrap_async=wrap_async)
+        done = self._execute_module(module_name=name, task_vars=task_vars, wrap_async=wrap_async)
         if not wrap_async:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         return done
 
-    def check_args(self):
-        """(module, validation result) of this task's arguments against the module's own spec,
-        environment fallbacks applied. ImportError when the controller's Python lacks what the
-        module needs (urllib3)."""
-        module = importlib.import_module(f"{PACKAGE}.modules.{self.module}")
-        adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
-        spec = {**adapter.CONNECTION_SPEC, **module.ARGUMENT_SPEC}
-        checked = ArgumentSpecValidator(spec, **getattr(module, "MODULE_KWARGS", {})).validate(dict(self._task.args))
-        return module, checked
-
-    def run_here(self, anchor):
-        """The module's result computed in this process, or None to run the module instead."""
+    def load_module(self, name: str) -> Any:
+        """The module's Python module, found by Ansible's plugin loader, with a main(); None
+        when it cannot be imported here (the controller's Python lacks a package it needs)."""
+        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
+            name, collection_list=self._task.collections)
+        if not found.resolved:
+            return None
         try:
-            module, checked = self.check_args()
-            adapter = importlib.import_module(f"{PACKAGE}.module_utils.adapter")
-            client_utils = importlib.import_module(f"{PACKAGE}.module_utils.api.client")
-            errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
-            run = importlib.import_module(f"{PACKAGE}.module_utils.guards.run")
-        except ImportError:
-            return None  # ship the module: it runs with the interpreter the inventory gives
+            module = importlib.import_module(found.plugin_resolved_name)
+        except ImportError as exc:
+            display.vvv(f"{name}: shipped, this Python cannot import it ({exc})")
+            return None
+        return module if callable(getattr(module, "main", None)) else None
+
+    def run_here(self, name: str, task_vars: Dict[str, Any], anchor: int) -> Optional[Dict[str, Any]]:
+        """The module's result computed by its own main() in this process, or None to ship it."""
+        module = self.load_module(name)
+        if module is None:
+            return None
+        run = importlib.import_module(f"{PACKAGE}.module_utils.guards.run")  # the core only: no extra package
         run.set_local_anchor(anchor)  # waits and writes stop when this controller process is gone
-        if checked.error_messages:
-            msg = checked.errors.msg
-            if isinstance(checked.errors[0], UnsupportedError):
-                msg = f"Unsupported parameters for ({COLLECTION}.{self.module}) module: {msg}"
-            return {"failed": True, "msg": msg}
-        params = checked.validated_parameters
-        pool_size = getattr(module, "pool_size", None)
-        client = None
-        if not isinstance(params.get("kubeconfig"), dict):
-            try:
-                client = client_utils.connect(client_utils.ConnectionOptions.from_params(params),
-                                              pool_size(params) if pool_size else 16)
-            except errors.ConnectionConfigError as exc:
-                if isinstance(exc.__cause__, ImportError):
-                    return None  # an exec or auth-provider kubeconfig needs the kubernetes package
-                return {"failed": True, "msg": exc.message}
-        result = adapter.execute(params, module.core, bool(self._task.check_mode), bool(self._task.diff),
-                                 pool_size, client=client)
-        result.setdefault("invocation", {"module_args": params})  # as AnsibleModule reports it (-vvv)
-        secrets = checked._no_log_values  # pylint: disable=protected-access  # what AnsibleModule masks too
-        if secrets:
-            kept = {k: v for k, v in result.items() if v is None or isinstance(v, bool)}
-            result = {**remove_values(result, secrets), **kept}
-        return result
+        args = dict(self._task.args)  # _update_module_args adds Ansible's own _ansible_* keys to it
+        self._update_module_args(name, args, task_vars)
+        display.vvv(f"{name}: running in Ansible's worker (set {SWITCH}=false to ship it)")
+        output = module_call.call_main(module.main, args)
+        if output.missing_import:
+            display.vvv(f"{name}: shipped, this Python cannot import {output.missing_import}")
+            return None
+        done = self.parse(output)
+        if missing_import(done):
+            display.vvv(f"{name}: shipped, {done['missing_library']} is missing here")
+            return None
+        return done
+
+    def parse(self, output: module_call.Output) -> Dict[str, Any]:
+        """The module's output read as a shipped module's is (ActionBase._execute_module)."""
+        if "profile" in inspect.signature(self._parse_returned_data).parameters:
+            data = self._parse_returned_data(output.as_result(), module_call.PROFILE)
+        else:  # pragma: no cover - ansible-core before 2.19
+            data = self._parse_returned_data(output.as_result())
+        data.pop("_ansible_suppress_tmpdir_delete", None)
+        remove_internal_keys(data)
+        return data
+
+
+MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight", "nmo_maintenance")
+
+
+def preload() -> None:
+    """Import the modules and their core once, where this action plugin is first loaded.
+
+    Ansible's strategy loads the action plugin in the ansible-playbook process (to read its
+    class), then forks a worker for each task; what is imported here is inherited by every
+    worker. The collection loader compiles each file it imports from source (no bytecode
+    cache), so without this each in-process task imports and compiles the module, the core
+    and urllib3 again: about 70 ms of CPU a task. A controller that cannot import them ships
+    the modules as before (the workers find out for themselves).
+    """
+    if not in_process_allowed():
+        return
+    for name in [f"{PACKAGE}.modules.{module}" for module in MODULES] + ["urllib3"]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return
+
+
+preload()

@@ -72,7 +72,7 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
     except ImportError as exc:  # pragma: no cover - depends on the controller's Python
         raise ConnectionConfigError(
             "this kubeconfig needs the Python package 'kubernetes' on the controller: "
-            "pip install -r requirements.txt (" + str(exc) + ")") from exc
+            "pip install -r requirements.txt (" + str(exc) + ")", missing_library="kubernetes") from exc
     cfg = Configuration()
     try:
         if in_cluster:

@@ -50,7 +50,7 @@ class Request:
 
     @classmethod
     def from_params(cls, params: Dict[str, Any], maintenance_name: Optional[str] = None) -> Request:
-        """The request that the module options of LEASE_SPEC (plus node and wait) describe."""
+        """The request that the module options of specs.LEASE (plus node) describe."""
         return cls(node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
                    slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
                    maintenance=maintenance_name, run_id=params.get("run_id") or "",
@@ -72,20 +72,6 @@ class Request:
         validation.namespace(self.namespace, "namespace")
         if self.run_id:
             run.validate_id(self.run_id)
-
-
-# Module options shared by nmo_lease and nmo_maintenance (each adds node, wait and its own state).
-LEASE_SPEC: Dict[str, Dict[str, Any]] = {
-    "concurrency": {"type": "int", "default": 1},
-    "duration": {"type": "int", "default": leases.DEFAULT_DURATION},
-    "slot_prefix": {"type": "str", "default": leases.SLOT_PREFIX},
-    "timeout": {"type": "int", "default": 600},
-    "etcd_guard": {"type": "str", "choices": list(etcd_guard.FLAVOURS), "default": "auto"},
-    "etcd_pod_selector": {"type": "str", "default": etcd_guard.KUBEADM_SELECTOR},
-    "etcd_pod_namespace": {"type": "str", "default": etcd_guard.KUBEADM_NAMESPACE},
-    "etcd_guard_namespace": {"type": "str", "default": etcd_guard.OPENSHIFT_NAMESPACE},
-    "run_id": {"type": "str"},
-}
 
 
 @dataclass

@@ -53,13 +53,6 @@ REASONS: Dict[str, tuple] = {
 
 # The module option "events" (nmo_crd, nmo_maintenance): events to record, each on the
 # NodeMaintenance or on the Node.
-EVENTS_SPEC: Dict[str, Any] = {"type": "list", "elements": "dict", "default": [], "options": {
-    "reason": {"type": "str", "required": True},
-    "text": {"type": "str"},
-    "type": {"type": "str", "choices": ["Normal", "Warning"]},
-    "on": {"type": "str", "choices": ["maintenance", "node"], "default": "maintenance"}}}
-
-
 def now_rfc3339() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

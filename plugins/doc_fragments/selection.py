@@ -53,11 +53,11 @@ options:
         unfinished (C(parallelMigrationsPerCluster)), counted from a watch of every migration. A migration
         already under way for the VMI is followed, not doubled; a VMI whose C(evictionStrategy) is
         C(LiveMigrate) or C(LiveMigrateIfPossible) is left to KubeVirt, which migrates it on eviction.
-      - A VMI that is not live-migratable, or a migration that fails, leaves the pod pending with KubeVirt's
-        reason in C(lastError) and one event (C(DrainError), C(MigrationFailed)). The retry policy is one
-        migration per VM and drain, none retried by the drain itself; a VMI that becomes C(LiveMigratable) during the
-        drain is migrated then; the pod's eviction keeps being retried every O(nmo.maintenance.nmo_drain#module:retry_delay) s, and
-        O(nmo.maintenance.nmo_drain#module:timeout)
+      - A VMI that is not live-migratable, or a migration that fails, leaves the pod pending with
+        KubeVirt's reason in C(lastError) and one event (C(DrainError), C(MigrationFailed)). The retry
+        policy is one migration per VM and drain, none retried by the drain itself; a VMI that becomes
+        C(LiveMigratable) during the drain is migrated then; the pod's eviction keeps being retried every
+        O(nmo.maintenance.nmo_drain#module:retry_delay) s, and O(nmo.maintenance.nmo_drain#module:timeout)
         still ends the drain. A virt-launcher pod is never deleted by the drain.
       - Events C(MigrationStarted), C(MigrationSucceeded) and C(MigrationFailed) on the NodeMaintenance, and the
         status field C(migrations), and the progress line says, for instance,

@@ -112,6 +112,7 @@ class Requests:
     by_resource: Counter = field(default_factory=Counter)
     by_code: Counter = field(default_factory=Counter)
     user_agents: Counter = field(default_factory=Counter)
+    by_what: Counter = field(default_factory=Counter)  # "verb resource", as a rollout's requests go
 
     def add(self, event: Dict[str, object]) -> None:
         self.total += 1
@@ -119,12 +120,13 @@ class Requests:
         resource = ref.get("resource", "?") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         self.by_verb[event.get("verb", "?")] += 1
         self.by_resource[resource] += 1
+        self.by_what[f"{event.get('verb', '?')} {resource}"] += 1
         self.by_code[str((event.get("responseStatus") or {}).get("code", "?"))] += 1
         self.user_agents[str(event.get("userAgent", "?")).split(" ", maxsplit=1)[0]] += 1
 
     def as_dict(self) -> Dict[str, object]:
         return {"total": self.total, "by_verb": dict(self.by_verb), "by_resource": dict(self.by_resource),
-                "by_code": dict(self.by_code), "user_agents": dict(self.user_agents)}
+                "by_code": dict(self.by_code), "user_agents": dict(self.user_agents), "by_what": dict(self.by_what)}
 
 
 # -- memory -----------------------------------------------------------------------------------

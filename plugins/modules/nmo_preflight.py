@@ -30,7 +30,16 @@ description:
     requests next to what is already requested there. Pods that fit nowhere would stay Pending, a blocker.
     Pod affinity, pod anti-affinity and topology spread constraints are not judged (a warning names the
     pods that have them). Every batch is judged against the cluster as it is now.
-  - Nodes, pods and PodDisruptionBudgets are listed once for all the nodes.
+  - What is read scales with the nodes judged, not with the cluster. Nodes and PodDisruptionBudgets
+    are listed once (paginated; a node is kept as its scheduling fields only). The pods of the judged
+    nodes are one C(fieldSelector=spec.nodeName) list per node, or one paginated list of every pod when
+    the judged nodes are a large share of the cluster. The pods a budget selects are counted with one
+    C(labelSelector) list, only for the budgets guarding a pod to evict.
+  - For capacity, the pods of candidate nodes (those whose labels, taints, cordon and readiness could
+    take a replacement) are read only when a replacement needs a home, in growing chunks, and at most
+    the share of nodes the scheduler itself scores by default (every node below 100 nodes, 10% of
+    5,000). A node whose pods were not read is never counted as room, so the answer errs towards
+    V(no-go) ("not judged (their pods were not read)"), never towards V(go).
   - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
@@ -140,10 +149,23 @@ elapsed:
   description: Seconds the pre-flight took.
   returned: always
   type: float
+reads:
+  description:
+    - How the cluster was read. C(pods_of_judged_nodes) V(per node) or V(whole list); C(nodes) in the
+      cluster; C(candidate_nodes_read), the nodes whose pods were read to judge capacity, at most
+      C(candidate_read_limit).
+  returned: always
+  type: dict
 api_requests:
-  description: Requests made to the API server (three lists, one dry-run eviction per pod to evict).
+  description: Requests made to the API server (the lists of reads, one dry-run eviction per pod to evict).
   returned: always
   type: int
+api_requests_by:
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: always
+  type: dict
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run

@@ -11,7 +11,6 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import p
 from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import reads
 
 
-
 def node(name: str, cpu: str = "4", labels: Optional[Dict[str, str]] = None, unschedulable: bool = False) -> Dict[str, Any]:
     return {"metadata": {"name": name, "labels": {"pool": "w", **(labels or {})}},
             "spec": {"unschedulable": unschedulable},
@@ -136,3 +135,18 @@ def test_a_budget_counts_what_it_selects_on_demand_only() -> None:
     assert asked == ["b"] and view.selected == 1 and view.never
     known.view(guarded)
     assert asked == ["b"]  # once per budget
+
+
+def test_requests_are_counted_by_kind_as_the_audit_log_names_them() -> None:
+    from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import request_kind
+
+    assert request_kind("GET", "/api/v1/pods", {"fieldSelector": "spec.nodeName=n"}) == "list pods"
+    assert request_kind("GET", "/api/v1/nodes/n1") == "get nodes"
+    assert request_kind("POST", "/api/v1/namespaces/ns/pods/p/eviction") == "create pods/eviction"
+    assert request_kind("PATCH", "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances/m/status") == \
+        "patch nodemaintenances/status"
+    assert request_kind("PUT", "/apis/coordination.k8s.io/v1/namespaces/x/leases/l") == "update leases"
+    assert request_kind("GET", "/api/v1/namespaces/ns/pods", {"watch": "true"}) == "watch pods"
+    assert request_kind("GET", "/api/v1/namespaces") == "list namespaces"
+    assert request_kind("GET", "/api/v1/namespaces/default") == "get namespaces"
+    assert request_kind("GET", "/version") == "get /version"

@@ -216,5 +216,9 @@ def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Opti
     # sees the detached ones (async jobs).
     waited = usage.ru_maxrss / 1024 if usage else 0.0
     sampled = max((rss for _pid, rss in sampler.peak.values()), default=0) / 2**20
-    return Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
-               round(sampler.peak_total / 2**20, 1), timed_out)
+    run = Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
+              round(sampler.peak_total / 2**20, 1), timed_out)
+    # the largest processes, named (ansible-playbook, its forked workers running our modules, kubectl)
+    run.extra["largest_processes_mib"] = [f"{name} {rss / 2**20:.1f}" for name, rss in sorted(
+        sampler.peak.values(), key=lambda nr: -nr[1])[:3]]
+    return run

@@ -328,6 +328,30 @@ def add_pods_parallel(world: World, nodes: List[str], per_node: int, workers: in
     return total
 
 
+def list_costs(world: World, node: str, repeat: int = 3) -> Dict[str, float]:
+    """What the pre-flight's two ways of reading pods cost here (best of ``repeat``): one
+    paginated list of every pod, and one node's ``fieldSelector=spec.nodeName`` list; and
+    the per-request overhead that makes, in pods (preflight/reads.py LIST_OVERHEAD_PODS)."""
+    def timed(query: Dict[str, Any]) -> Tuple[float, int]:
+        best, count = float("inf"), 0
+        for _ in range(repeat):
+            t0, count, token = time.monotonic(), 0, None
+            while True:
+                page = world.client.get("/api/v1/pods", {**query, "limit": 500, "continue": token})
+                count += len(page.get("items", []))
+                token = page.get("metadata", {}).get("continue")
+                if not token:
+                    break
+            best = min(best, time.monotonic() - t0)
+        return best, count
+
+    whole, pods = timed({})
+    one, own = timed({"fieldSelector": f"spec.nodeName={node}"})
+    per_pod = whole / max(pods, 1)
+    return {"whole_list_s": round(whole, 3), "pods": pods, "one_node_list_s": round(one, 4), "node_pods": own,
+            "overhead_in_pods": round(one / per_pod - own, 1) if per_pod else -1.0}
+
+
 def control_plane_rss() -> Dict[str, float]:
     """RSS of this checkout's kube-apiserver and etcd (the local cluster's processes)."""
     import psutil
@@ -381,8 +405,10 @@ def b5(ctx: Context) -> List[Row]:
             servers = control_plane_rss()
             ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in {built} s; "
                     "control plane RSS " + ", ".join(f"{k} {v} MiB" for k, v in servers.items()))
+            reads = list_costs(world, nodes[-1])
+            ctx.log(f"  B5 reads: {reads}")
             for row in tools_rows:
-                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers})
+                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers, "list_costs": reads})
             inventory = write_inventory(ctx, world, nodes, "b5")
             # every tool maintains another node of the same world: the nodes are alike
             for row, node in zip(tools_rows, nodes):

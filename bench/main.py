@@ -1,6 +1,6 @@
 """bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8).
 
-    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [B1 B2 B3 B4 B5 B6]
+    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [B1 B2 B3 B4 B5 B6]
 
 Run it through bench/run, which prepares bench/.venv and the import paths.
 """
@@ -57,6 +57,7 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--scale", help="B5's cluster sizes, e.g. 50,5000 (issue 17's; default 50,500); "
                                         "5,000 nodes need about 2 GiB for the local API server and etcd")
     parser.add_argument("--scale-pods", type=int, help="B5's pods a node (default 10)")
+    parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one)")
     args = parser.parse_args(argv)
     chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
@@ -91,7 +92,8 @@ def main(argv: List[str]) -> int:
         sizes.scale = [int(x) for x in args.scale.split(",") if x.strip()]
     if args.scale_pods:
         sizes.scale_pods = args.scale_pods
-    ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log)
+    ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log,
+                  tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None)
     started = datetime.now(timezone.utc)
     before = cluster_size(client)
 

@@ -65,6 +65,10 @@ class Context:
     workdir: Path
     deadline: float  # time.monotonic() after which no new run starts
     log: Callable[[str], None] = print
+    tools_asked: Optional[List[str]] = None  # --tools: only these tools run (None: every one)
+
+    def skips(self, tool: str) -> bool:
+        return self.tools_asked is not None and tool not in self.tools_asked
 
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline
@@ -75,6 +79,8 @@ def rows_with_time(ctx: Context, rows: List[Row], tools: Any, scenario: str, cas
                    **fields: Any) -> Iterator[Tuple[str, Row]]:
     """A row per tool, added to ``rows``; yields the tools there is still time to measure."""
     for tool in tools:
+        if ctx.skips(tool):
+            continue
         row = Row(scenario, case, tool, **fields)
         rows.append(row)
         if ctx.out_of_time():
@@ -390,7 +396,7 @@ def _delete_quietly(world: World, path: str) -> None:
 def b5(ctx: Context) -> List[Row]:
     rows = []
     for size in ctx.sizes.scale:
-        tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS]
+        tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS if not ctx.skips(tool)]
         rows.extend(tools_rows)
         if ctx.out_of_time():
             for row in tools_rows:

@@ -30,8 +30,9 @@ description:
     requests next to what is already requested there. Pods that fit nowhere would stay Pending, a blocker.
     Pod affinity, pod anti-affinity and topology spread constraints are not judged (a warning names the
     pods that have them). Every batch is judged against the cluster as it is now.
-  - What is read scales with the nodes judged, not with the cluster. Nodes and PodDisruptionBudgets
-    are listed once (paginated; a node is kept as its scheduling fields only). The pods of the judged
+  - What is read scales with the nodes judged, not with the cluster. Up to 20 judged nodes are read one
+    by one; every node is listed (paginated, each kept as its scheduling fields only) when more are
+    judged or when capacity must be judged. PodDisruptionBudgets are listed once. The pods of the judged
     nodes are one C(fieldSelector=spec.nodeName) list per node, or one paginated list of every pod when
     the judged nodes are a large share of the cluster. The pods a budget selects are counted with one
     C(labelSelector) list, only for the budgets guarding a pod to evict.
@@ -151,9 +152,10 @@ elapsed:
   type: float
 reads:
   description:
-    - How the cluster was read. C(pods_of_judged_nodes) V(per node) or V(whole list); C(nodes) in the
-      cluster; C(candidate_nodes_read), the nodes whose pods were read to judge capacity, at most
-      C(candidate_read_limit).
+    - How the cluster was read. C(pods_of_judged_nodes) V(per node) or V(whole list);
+      C(every_node_listed) (false when no replacement needed a home and few nodes were judged);
+      C(nodes_read); C(candidate_nodes_read), the nodes whose pods were read to judge capacity, at most
+      C(candidate_read_limit) (0 when the nodes were not listed).
   returned: always
   type: dict
 api_requests:

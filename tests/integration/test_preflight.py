@@ -281,8 +281,9 @@ def test_cost_over_25_nodes_and_150_pods(cluster, world):
     assert placed and placed <= {q["fieldSelector"].split("=", 1)[1] for q in pod_lists[1:]}
     evicting = one["nodes"][0]["to_evict"]
     guarding = {b for e in evicting for b in e["pdbs"]}
-    assert evicting and one["api_requests"] == 3 + read + len(guarding) + len(evicting)  # nodes, own pods, PDBs,
-    # the candidates, one count a guarding PDB, one dry run a pod
+    assert one["reads"]["every_node_listed"]  # replacements need a home: capacity is judged
+    assert evicting and one["api_requests"] == 4 + read + len(guarding) + len(evicting)  # the node, its pods,
+    # every node (replacements need a home), PDBs, the candidates, one count a guarding PDB, one dry run a pod
 
 
 def test_status_shows_the_preflight_of_named_nodes_not_in_maintenance(cluster, seed):

@@ -235,12 +235,14 @@ def place_batch(movers: List[Obj], rooms: List[Any], out: Any, snapshot: Snapsho
 
 def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Snapshot, concurrency: int) -> None:
     found = [r for r in reports if r.found]
-    rooms = snapshot.rooms()
+    rooms: Optional[List[Any]] = None  # every node, read only when a replacement needs a home
     for start in range(0, len(found), concurrency):
         batch = found[start:start + concurrency]
         out = {r.node for r in batch}
         movers = [(r, pods[p.key]) for r in batch for p in r.plans if needs_room(p, pods[p.key])]
-        placements = place_batch([mover[1] for mover in movers], rooms, out, snapshot)
+        if movers and rooms is None:
+            rooms = snapshot.rooms()
+        placements = place_batch([mover[1] for mover in movers], rooms, out, snapshot) if rooms else []
         by_key = {f"{pl.namespace}/{pl.name}": pl for pl in placements}
         for r in batch:
             r.batch = sorted(out)
@@ -297,6 +299,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
             "table": table(reports), "nodes": [r.as_dict() for r in reports],
             "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request,
-            "reads": {"pods_of_judged_nodes": snapshot.how, "nodes": len(snapshot.nodes),
-                      "candidate_nodes_read": len(snapshot.reads), "candidate_read_limit": snapshot.left_to_read()
-                      + len(snapshot.reads)}}
+            "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.lister is None,
+                      "nodes_read": len(snapshot.nodes), "candidate_nodes_read": len(snapshot.reads),
+                      "candidate_read_limit": snapshot.left_to_read() + len(snapshot.reads)
+                      if snapshot.lister is None else 0}}

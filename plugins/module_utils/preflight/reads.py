@@ -1,7 +1,9 @@
 """What the pre-flight reads, scaled to the nodes it judges rather than to the cluster.
 
-- Nodes: one paginated list, each node kept only as the fields the scheduler's node
-  filters look at (``slim_node``), so 5,000 nodes stay a few MiB.
+- Nodes: a few judged nodes (at most ``FEW``) are read one by one; every node is listed
+  (paginated) only when capacity must be judged (a replacement needs a home) or when many
+  nodes are judged; each node is kept only as the fields the scheduler's node filters look
+  at (``slim_node``), so 5,000 nodes stay a few MiB.
 - Pods of the judged nodes: one ``fieldSelector=spec.nodeName=<node>`` list per node,
   or, when the judged nodes are a large share of the cluster, one paginated list of every
   pod (``whole_list_is_cheaper``), streamed page by page: the judged nodes' pods are kept,
@@ -23,9 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
-from ..api.client import Client
+from ..api.client import Client, path_segment
 from ..drain import budgets
 from ..drain.pod_filters import is_finished
+from ..errors import InputError
 from .placement import RESOURCES, NodeRoom, node_room, pod_requests
 
 PAGE = 500
@@ -34,6 +37,7 @@ PODS = "/api/v1/pods"
 # on the local control plane (bench/README.md, "pre-flight reads"). Per-node lists win while
 # (judged nodes) x (pods a node + this) < (every pod).
 LIST_OVERHEAD_PODS = 30
+FEW = 20  # judged nodes read one by one (a GET each) rather than by listing every node
 
 Obj = Dict[str, Any]
 
@@ -149,10 +153,12 @@ class CountedBudgets(budgets.Budgets):
 class Snapshot:
     """The cluster as the pre-flight needs it.
 
-    ``nodes``: every node, slimmed; ``pods_by_node``: the pods of the judged nodes (of every
-    node when built from full lists, as the unit tests do); ``requested``: the summed
-    requests of nodes whose pods were counted but not kept; ``reader``: reads the pods of a
-    node not read yet (None: a node absent from both has no pods)."""
+    ``nodes``: the nodes known so far, slimmed (every node once ``lister`` ran, or when
+    built by hand); ``pods_by_node``: the pods of the judged nodes (of every node when built
+    from full lists, as the unit tests do); ``requested``: the summed requests of nodes whose
+    pods were counted but not kept; ``reader``: reads the pods of a node not read yet (None:
+    a node absent from both has no pods); ``lister``: lists every node (None: ``nodes`` is
+    every node already)."""
     nodes: Dict[str, Obj]
     pods_by_node: Dict[str, List[Obj]]
     budgets: budgets.Budgets
@@ -162,43 +168,68 @@ class Snapshot:
     read_limit: int = 0  # candidate nodes whose pods may still be read (0: nodes_to_read)
     reads: List[str] = field(default_factory=list)  # the candidate nodes read, in order
     how: str = "given"  # "per node" or "whole list"
+    lister: Optional[Callable[[], Dict[str, Obj]]] = None
 
     @classmethod
     def read(cls, client: Client, judged: Iterable[str], parallelism: int = 16) -> Snapshot:
-        nodes: Dict[str, Obj] = {}
-        for page in pages(client, "/api/v1/nodes"):
-            for node in page:
-                slim = slim_node(node)
-                nodes[slim["metadata"]["name"]] = slim
-        wanted = [n for n in dict.fromkeys(judged) if n in nodes]
+        names = list(dict.fromkeys(judged))
+
+        def list_nodes() -> Dict[str, Obj]:
+            found: Dict[str, Obj] = {}
+            for page in pages(client, "/api/v1/nodes"):
+                for node in page:
+                    slim = slim_node(node)
+                    found[slim["metadata"]["name"]] = slim
+            return found
 
         def pods_of(name: str) -> List[Obj]:
             return list(items(client, PODS, {"fieldSelector": f"spec.nodeName={name}"}))
 
-        by_node: Dict[str, List[Obj]] = {n: [] for n in wanted}
-        requested: Dict[str, Dict[str, int]] = {}
-        whole = bool(wanted) and whole_list_is_cheaper(len(wanted), len(nodes))
-        if whole:
-            requested = {n: {r: 0 for r in RESOURCES} for n in nodes if n not in by_node}
-            for page in pages(client, PODS):
-                for pod in page:
-                    name = pod.get("spec", {}).get("nodeName") or ""
-                    if name in by_node:
-                        by_node[name].append(pod)
-                    elif name in requested and not is_finished(pod):
-                        total = requested[name]
-                        for r, v in pod_requests(pod).items():
-                            total[r] = total.get(r, 0) + v
-        elif wanted:
-            with ThreadPoolExecutor(max_workers=min(parallelism, len(wanted)), thread_name_prefix="nmo-pods") as pool:
+        def judged_node(name: str) -> Optional[Obj]:
+            try:
+                node = client.get_or_none(f"/api/v1/nodes/{path_segment(name)}")
+            except InputError:  # '', '.', '..': no node's name
+                return None
+            return slim_node(node) if node else None
+
+        pool = ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(names))), thread_name_prefix="nmo-read")
+        with pool:
+            lister: Optional[Callable[[], Dict[str, Obj]]] = list_nodes
+            if len(names) <= FEW:  # a GET each; every node only if capacity needs them
+                nodes = {n["metadata"]["name"]: n for n in pool.map(judged_node, names) if n}
+            else:
+                nodes, lister = list_nodes(), None
+            wanted = [n for n in names if n in nodes]
+            by_node: Dict[str, List[Obj]] = {n: [] for n in wanted}
+            requested: Dict[str, Dict[str, int]] = {}
+            whole = lister is None and bool(wanted) and whole_list_is_cheaper(len(wanted), len(nodes))
+            if whole:
+                requested = {n: {r: 0 for r in RESOURCES} for n in nodes if n not in by_node}
+                for page in pages(client, PODS):
+                    for pod in page:
+                        name = pod.get("spec", {}).get("nodeName") or ""
+                        if name in by_node:
+                            by_node[name].append(pod)
+                        elif name in requested and not is_finished(pod):
+                            total = requested[name]
+                            for r, v in pod_requests(pod).items():
+                                total[r] = total.get(r, 0) + v
+            elif wanted:
                 by_node = dict(zip(wanted, pool.map(pods_of, wanted)))
         pdbs = list(items(client, "/apis/policy/v1/poddisruptionbudgets"))
         return cls(nodes, by_node, CountedBudgets(client, pdbs), requested, None if whole else pods_of,
-                   parallelism, nodes_to_read(len(nodes)), how="whole list" if whole else "per node")
+                   parallelism, 0, how="whole list" if whole else "per node", lister=lister)
+
+    def all_nodes(self) -> Dict[str, Obj]:
+        """Every node: listed now if only the judged ones were read."""
+        if self.lister is not None:
+            self.nodes = self.lister()
+            self.lister = None
+        return self.nodes
 
     def rooms(self) -> List[NodeRoom]:
         rooms = []
-        for name, node in sorted(self.nodes.items()):
+        for name, node in sorted(self.all_nodes().items()):
             if name in self.pods_by_node:
                 room = node_room(node, self.pods_by_node[name])
             else:
@@ -211,7 +242,7 @@ class Snapshot:
         return rooms
 
     def left_to_read(self) -> int:
-        return max(0, (self.read_limit or nodes_to_read(len(self.nodes))) - len(self.reads))
+        return max(0, (self.read_limit or nodes_to_read(len(self.all_nodes()))) - len(self.reads))
 
     def learn(self, rooms: List[NodeRoom]) -> None:
         """Read the pods of these (unknown) rooms and count them in, in parallel."""

@@ -1,8 +1,9 @@
 """What the pre-flight reads, scaled to the nodes it judges rather than to the cluster.
 
-- Nodes: a few judged nodes (at most ``FEW``) are read one by one; every node is listed
-  (paginated) only when capacity must be judged (a replacement needs a home) or when many
-  nodes are judged; each node is kept only as the fields the scheduler's node filters look
+- Nodes: one judged node, or a few (at most ``FEW``) that are a small share of the cluster
+  (counted with a one-item list), are read one by one; every node is listed (paginated)
+  only when capacity must be judged (a replacement needs a home) or when many nodes are
+  judged; each node is kept only as the fields the scheduler's node filters look
   at (``slim_node``), so 5,000 nodes stay a few MiB.
 - Pods of the judged nodes: one ``fieldSelector=spec.nodeName=<node>`` list per node,
   or, when the judged nodes are a large share of the cluster, one paginated list of every
@@ -85,6 +86,17 @@ def nodes_to_read(total: int) -> int:
         return total
     percent = max(5.0, 50.0 - total / 125.0)
     return max(100, int(total * percent / 100))
+
+
+def count_nodes(client: Client) -> int:
+    """How many nodes the cluster has, from one list of one node (``remainingItemCount``);
+    a large number when the server does not say."""
+    page = client.get("/api/v1/nodes", {"limit": 1})
+    meta = page.get("metadata") or {}
+    if not meta.get("continue"):
+        return len(page.get("items") or [])
+    remaining = meta.get("remainingItemCount")
+    return len(page.get("items") or []) + int(remaining) if remaining is not None else 1 << 30
 
 
 def requests_of(pods: Iterable[Obj]) -> Dict[str, int]:
@@ -195,7 +207,8 @@ class Snapshot:
         pool = ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(names))), thread_name_prefix="nmo-read")
         with pool:
             lister: Optional[Callable[[], Dict[str, Obj]]] = list_nodes
-            if len(names) <= FEW:  # a GET each; every node only if capacity needs them
+            if len(names) == 1 or (len(names) <= FEW and not whole_list_is_cheaper(len(names), count_nodes(client))):
+                # a GET each; every node only if capacity needs them
                 nodes = {n["metadata"]["name"]: n for n in pool.map(judged_node, names) if n}
             else:
                 nodes, lister = list_nodes(), None

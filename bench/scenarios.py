@@ -340,7 +340,7 @@ def list_costs(world: World, node: str, repeat: int = 3) -> Dict[str, float]:
     the per-request overhead that makes, in pods (preflight/reads.py LIST_OVERHEAD_PODS)."""
     def timed(query: Dict[str, Any]) -> Tuple[float, int]:
         best, count = float("inf"), 0
-        for _ in range(repeat):
+        for _attempt in range(repeat):
             t0, count, token = time.monotonic(), 0, None
             while True:
                 page = world.client.get("/api/v1/pods", {**query, "limit": 500, "continue": token})

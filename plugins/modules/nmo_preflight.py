@@ -31,8 +31,9 @@ description:
     Pod affinity, pod anti-affinity and topology spread constraints are not judged (a warning names the
     pods that have them). Every batch is judged against the cluster as it is now.
   - What is read scales with the nodes judged, not with the cluster. One judged node, or up to 20 that
-    are a small share of the cluster, are read one by one; every node is listed (paginated, each kept as its scheduling fields only) when more are
-    judged or when capacity must be judged. PodDisruptionBudgets are listed once. The pods of the judged
+    are a small share of the cluster, are read one by one; every node is listed (paginated, each kept
+    as its scheduling fields only) when more are judged or when capacity must be judged.
+    PodDisruptionBudgets are listed once. The pods of the judged
     nodes are one C(fieldSelector=spec.nodeName) list per node, or one paginated list of every pod when
     the judged nodes are a large share of the cluster. The pods a budget selects are counted with one
     C(labelSelector) list, only for the budgets guarding a pod to evict.

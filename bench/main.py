@@ -1,6 +1,6 @@
 """bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8).
 
-    bench/run [--quick] [--minutes N] [--out DIR] [B1 B2 B3 B4 B5]
+    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [B1 B2 B3 B4 B5 B6]
 
 Run it through bench/run, which prepares bench/.venv and the import paths.
 """
@@ -50,10 +50,14 @@ def cluster_size(client: Any) -> Dict[str, int]:
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("scenarios", nargs="*", metavar="B1..B5", help="scenarios to run (default: all)")
+    parser.add_argument("scenarios", nargs="*", metavar="B1..B6", help="scenarios to run (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness, not figures")
     parser.add_argument("--minutes", type=float, default=60, help="no new run starts after this (default 60)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="where the JSON goes")
+    parser.add_argument("--scale", help="B5's cluster sizes, e.g. 50,5000 (issue 17's; default 50,500); "
+                                        "5,000 nodes need about 2 GiB for the local API server and etcd")
+    parser.add_argument("--scale-pods", type=int, help="B5's pods a node (default 10)")
+    parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one)")
     args = parser.parse_args(argv)
     chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
@@ -84,7 +88,12 @@ def main(argv: List[str]) -> int:
     versions = tools.versions()
     log("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     sizes = Sizes.quick() if args.quick else Sizes()
-    ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log)
+    if args.scale:
+        sizes.scale = [int(x) for x in args.scale.split(",") if x.strip()]
+    if args.scale_pods:
+        sizes.scale_pods = args.scale_pods
+    ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log,
+                  tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None)
     started = datetime.now(timezone.utc)
     before = cluster_size(client)
 

@@ -112,6 +112,7 @@ class Requests:
     by_resource: Counter = field(default_factory=Counter)
     by_code: Counter = field(default_factory=Counter)
     user_agents: Counter = field(default_factory=Counter)
+    by_what: Counter = field(default_factory=Counter)  # "verb resource", as a rollout's requests go
 
     def add(self, event: Dict[str, object]) -> None:
         self.total += 1
@@ -119,12 +120,13 @@ class Requests:
         resource = ref.get("resource", "?") + (f"/{ref['subresource']}" if ref.get("subresource") else "")
         self.by_verb[event.get("verb", "?")] += 1
         self.by_resource[resource] += 1
+        self.by_what[f"{event.get('verb', '?')} {resource}"] += 1
         self.by_code[str((event.get("responseStatus") or {}).get("code", "?"))] += 1
         self.user_agents[str(event.get("userAgent", "?")).split(" ", maxsplit=1)[0]] += 1
 
     def as_dict(self) -> Dict[str, object]:
         return {"total": self.total, "by_verb": dict(self.by_verb), "by_resource": dict(self.by_resource),
-                "by_code": dict(self.by_code), "user_agents": dict(self.user_agents)}
+                "by_code": dict(self.by_code), "user_agents": dict(self.user_agents), "by_what": dict(self.by_what)}
 
 
 # -- memory -----------------------------------------------------------------------------------
@@ -214,5 +216,9 @@ def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Opti
     # sees the detached ones (async jobs).
     waited = usage.ru_maxrss / 1024 if usage else 0.0
     sampled = max((rss for _pid, rss in sampler.peak.values()), default=0) / 2**20
-    return Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
-               round(sampler.peak_total / 2**20, 1), timed_out)
+    run = Run(argv, proc.returncode, wall, started, stdout, stderr, round(max(waited, sampled), 1),
+              round(sampler.peak_total / 2**20, 1), timed_out)
+    # the largest processes, named (ansible-playbook, its forked workers running our modules, kubectl)
+    run.extra["largest_processes_mib"] = [f"{name} {rss / 2**20:.1f}" for name, rss in sorted(
+        sampler.peak.values(), key=lambda nr: -nr[1])[:3]]
+    return run

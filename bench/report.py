@@ -43,7 +43,14 @@ def table(rows: List[Row]) -> str:
             note = (note + "; " if note else "") + f"ended {r.extra['after_allowed']} s after the PDB allowed"
         if r.scenario == "B4" and r.extra.get("overhead_per_node") is not None:
             note = (note + "; " if note else "") + f"overhead {r.extra['overhead_per_node']} s/node"
-        if r.scenario == "B4" and r.extra.get("drain_attempts"):
+        if r.scenario == "B6" and r.extra.get("requests_per_node") is not None:
+            top = list((r.extra.get("requests_per_node_by") or {}).items())[:4]
+            note = (note + "; " if note else "") + f"{r.extra['requests_per_node']} req/node (" + ", ".join(
+                f"{what} {n:g}" for what, n in top) + ")"
+        if r.scenario == "B5" and r.extra.get("control_plane_rss_mib"):
+            note = (note + "; " if note else "") + f"world built in {r.extra.get('world_built_s')} s, " + ", ".join(
+                f"{k} {v} MiB" for k, v in r.extra["control_plane_rss_mib"].items())
+        if r.scenario in ("B4", "B6") and r.extra.get("drain_attempts"):
             note = (note + "; " if note else "") + f"{r.extra['drain_attempts']} drain attempts"
         lines.append([r.scenario, r.case, LABELS.get(r.tool, r.tool), _num(r.wall), _num(module), _num(r.requests),
                       _num(r.peak_rss_mib, 1), _num(r.extra.get("x_best_peer_wall")),
@@ -124,6 +131,14 @@ def targets(rows: List[Row]) -> List[Dict[str, Any]]:
     if len(scale) >= 2:
         small, big = scale[0], scale[-1]
         found.append(_check("B5", f"per-node cost at {big.case} / at {small.case}", big.wall / small.wall, 1.2))
+        found.append(_check("B5", f"peak RSS at {big.case}", big.peak_rss_mib, 100, unit=" MiB"))
+    ours = _find(rows, "B6", NMO)
+    if ours and ours.requests is not None and not ours.rc:
+        over = ours.extra["requests_per_node"] - ours.extra["pods_per_node"]
+        found.append(_check("B6", f"API requests per node - pods per node ({ours.extra['pods_per_node']:g})", over, 20,
+                            unit=""))
+        peer = _find(rows, "B6", K8S_DRAIN)
+        found.append(_check("B6", "requests / the k8s_drain playbook's", _ratio(ours, peer, "requests"), 3.6))
     return found
 
 

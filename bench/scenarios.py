@@ -33,7 +33,7 @@ class Sizes:
     b3_pods: int = 10  # B3: other pods on the node
     rollout_workers: int = 20  # B4
     rollout_apps: int = 4  # B4: Deployments of one replica a worker, each behind a maxUnavailable 1 PDB
-    scale: List[int] = field(default_factory=lambda: [50, 500])  # B5 cluster sizes
+    scale: List[int] = field(default_factory=lambda: [50, 500])  # B5 cluster sizes (--scale 50,5000: issue 17's)
     scale_pods: int = 10  # B5: pods a node
 
     @classmethod
@@ -65,6 +65,10 @@ class Context:
     workdir: Path
     deadline: float  # time.monotonic() after which no new run starts
     log: Callable[[str], None] = print
+    tools_asked: Optional[List[str]] = None  # --tools: only these tools run (None: every one)
+
+    def skips(self, tool: str) -> bool:
+        return self.tools_asked is not None and tool not in self.tools_asked
 
     def out_of_time(self) -> bool:
         return time.monotonic() > self.deadline
@@ -75,6 +79,8 @@ def rows_with_time(ctx: Context, rows: List[Row], tools: Any, scenario: str, cas
                    **fields: Any) -> Iterator[Tuple[str, Row]]:
     """A row per tool, added to ``rows``; yields the tools there is still time to measure."""
     for tool in tools:
+        if ctx.skips(tool):
+            continue
         row = Row(scenario, case, tool, **fields)
         rows.append(row)
         if ctx.out_of_time():
@@ -233,11 +239,11 @@ def b3(ctx: Context) -> List[Row]:
     return rows
 
 
-# -- B4: rolling maintenance of workers behind maxUnavailable 1 PDBs ----------------------------------
-def b4(ctx: Context) -> List[Row]:
+# -- B4, B6: rolling maintenance of workers behind maxUnavailable 1 PDBs -------------------------------
+def rollout_rows(ctx: Context, scenario: str) -> List[Row]:
     rows = []
     n = ctx.sizes.rollout_workers
-    for tool, row in rows_with_time(ctx, rows, (NMO, K8S_DRAIN), "B4", f"{n} workers", nodes=n):
+    for tool, row in rows_with_time(ctx, rows, (NMO, K8S_DRAIN), scenario, f"{n} workers", nodes=n):
         world = new_world(ctx)
         try:
             world.add_nodes(workers=n)
@@ -248,14 +254,34 @@ def b4(ctx: Context) -> List[Row]:
             for i in range(ctx.sizes.rollout_apps):
                 world.pdb(f"app{i + 1}", f"app{i + 1}", max_unavailable=1)
             row.pods = total
-            inventory = write_inventory(ctx, world, world.workers, "b4")
+            inventory = write_inventory(ctx, world, world.workers, scenario.lower())
             measured(ctx, row, lambda t=tool, i=inventory: ctx.tools.rollout(t, i, "workers", 3600))
             if tool == NMO and row.wall is not None and "drain_elapsed" in row.extra:
                 row.extra["overhead_per_node"] = round((row.wall - row.extra["drain_elapsed"]) / n, 2)
             row.extra["left_cordoned"] = [w for w in world.workers if unschedulable(world, w)]
+            if row.requests is not None:
+                per_node(row, n)
         finally:
             cleanup(ctx, world)
     return rows
+
+
+def per_node(row: Row, nodes: int) -> None:
+    """B6: a rollout's requests a node, and where they went ("verb resource"), largest first."""
+    detail = row.extra.get("requests_detail") or {}
+    row.extra["requests_per_node"] = round(row.requests / nodes, 1)
+    row.extra["pods_per_node"] = round((row.pods or 0) / nodes, 1)
+    row.extra["requests_per_node_by"] = {what: round(count / nodes, 2) for what, count in sorted(
+        (detail.get("by_what") or {}).items(), key=lambda kv: -kv[1])}
+
+
+def b4(ctx: Context) -> List[Row]:
+    return rollout_rows(ctx, "B4")
+
+
+def b6(ctx: Context) -> List[Row]:
+    """B4's rollout, counted per node: NodeMaintenance, leases and events kept (issue 17)."""
+    return rollout_rows(ctx, "B6")
 
 
 # -- B5: one node's maintenance in a 50- and a 500-node cluster ----------------------------------------
@@ -308,6 +334,43 @@ def add_pods_parallel(world: World, nodes: List[str], per_node: int, workers: in
     return total
 
 
+def list_costs(world: World, node: str, repeat: int = 3) -> Dict[str, float]:
+    """What the pre-flight's two ways of reading pods cost here (best of ``repeat``): one
+    paginated list of every pod, and one node's ``fieldSelector=spec.nodeName`` list; and
+    the per-request overhead that makes, in pods (preflight/reads.py LIST_OVERHEAD_PODS)."""
+    def timed(query: Dict[str, Any]) -> Tuple[float, int]:
+        best, count = float("inf"), 0
+        for _attempt in range(repeat):
+            t0, count, token = time.monotonic(), 0, None
+            while True:
+                page = world.client.get("/api/v1/pods", {**query, "limit": 500, "continue": token})
+                count += len(page.get("items", []))
+                token = page.get("metadata", {}).get("continue")
+                if not token:
+                    break
+            best = min(best, time.monotonic() - t0)
+        return best, count
+
+    whole, pods = timed({})
+    one, own = timed({"fieldSelector": f"spec.nodeName={node}"})
+    per_pod = whole / max(pods, 1)
+    return {"whole_list_s": round(whole, 3), "pods": pods, "one_node_list_s": round(one, 4), "node_pods": own,
+            "overhead_in_pods": round(one / per_pod - own, 1) if per_pod else -1.0}
+
+
+def control_plane_rss() -> Dict[str, float]:
+    """RSS of this checkout's kube-apiserver and etcd (the local cluster's processes)."""
+    import psutil
+    from tools import ROOT
+
+    found: Dict[str, float] = {}
+    for proc in psutil.process_iter(["name", "cmdline", "memory_info"]):
+        name, cmdline = proc.info.get("name") or "", " ".join(proc.info.get("cmdline") or [])
+        if name in ("kube-apiserver", "etcd") and str(ROOT) in cmdline and proc.info.get("memory_info"):
+            found[name] = round(proc.info["memory_info"].rss / 2**20)
+    return found
+
+
 def remove_big_world(ctx: Context, world: World) -> None:
     """Nodes in parallel, the pods by the namespace's deletion (patiently: thousands of pods),
     then the usual clean-up, which then finds little left."""
@@ -333,7 +396,7 @@ def _delete_quietly(world: World, path: str) -> None:
 def b5(ctx: Context) -> List[Row]:
     rows = []
     for size in ctx.sizes.scale:
-        tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS]
+        tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS if not ctx.skips(tool)]
         rows.extend(tools_rows)
         if ctx.out_of_time():
             for row in tools_rows:
@@ -344,8 +407,14 @@ def b5(ctx: Context) -> List[Row]:
             t0 = time.monotonic()
             nodes = add_nodes_parallel(world, size)
             add_pods_parallel(world, nodes, ctx.sizes.scale_pods)
-            ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in "
-                    f"{time.monotonic() - t0:.0f} s")
+            built = round(time.monotonic() - t0)
+            servers = control_plane_rss()
+            ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in {built} s; "
+                    "control plane RSS " + ", ".join(f"{k} {v} MiB" for k, v in servers.items()))
+            reads = list_costs(world, nodes[-1])
+            ctx.log(f"  B5 reads: {reads}")
+            for row in tools_rows:
+                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers, "list_costs": reads})
             inventory = write_inventory(ctx, world, nodes, "b5")
             # every tool maintains another node of the same world: the nodes are alike
             for row, node in zip(tools_rows, nodes):
@@ -356,9 +425,10 @@ def b5(ctx: Context) -> List[Row]:
                 row.extra["node"] = node
                 measured(ctx, row, lambda t=row.tool, n=node, i=inventory: ctx.tools.rollout(t, i, n, 900, node=n))
                 row.extra["left_cordoned"] = unschedulable(world, node)
+                row.extra["control_plane_rss_mib_after"] = control_plane_rss()
         finally:
             remove_big_world(ctx, world)
     return rows
 
 
-SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5}
+SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}

@@ -28,6 +28,7 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
         return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
     try:
         client = client or connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
+        mark = dict(client.requests_by)
         result = core(client, params, check_mode)
     except NmoError as exc:
         details = {k: v for k, v in exc.details.items() if v is not None}
@@ -38,6 +39,7 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
         result.pop("diff", None)
     result.setdefault("changed", False)
     result.setdefault("api_requests", client.requests)
+    result.setdefault("api_requests_by", client.requests_since(mark))
     return result
 
 

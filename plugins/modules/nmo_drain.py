@@ -198,6 +198,12 @@ api_requests:
   description: Requests made to the API server (the watch counts as one).
   returned: always
   type: int
+api_requests_by:
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: always
+  type: dict
 status_writes:
   description: Writes of the NodeMaintenance status (at most one a second, plus the first and the last).
   returned: success or failure after the drain started

@@ -30,7 +30,18 @@ description:
     requests next to what is already requested there. Pods that fit nowhere would stay Pending, a blocker.
     Pod affinity, pod anti-affinity and topology spread constraints are not judged (a warning names the
     pods that have them). Every batch is judged against the cluster as it is now.
-  - Nodes, pods and PodDisruptionBudgets are listed once for all the nodes.
+  - What is read scales with the nodes judged, not with the cluster. One judged node, or up to 20 that
+    are a small share of the cluster, are read one by one; every node is listed (paginated, each kept
+    as its scheduling fields only) when more are judged or when capacity must be judged.
+    PodDisruptionBudgets are listed once. The pods of the judged
+    nodes are one C(fieldSelector=spec.nodeName) list per node, or one paginated list of every pod when
+    the judged nodes are a large share of the cluster. The pods a budget selects are counted with one
+    C(labelSelector) list, only for the budgets guarding a pod to evict.
+  - For capacity, the pods of candidate nodes (those whose labels, taints, cordon and readiness could
+    take a replacement) are read only when a replacement needs a home, in growing chunks, and at most
+    the share of nodes the scheduler itself scores by default (every node below 100 nodes, 10% of
+    5,000). A node whose pods were not read is never counted as room, so the answer errs towards
+    V(no-go) ("not judged (their pods were not read)"), never towards V(go).
   - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
   - With O(kubevirt=migrate), a KubeVirt virt-launcher pod whose eviction a PodDisruptionBudget refuses is
     judged as M(nmo.maintenance.nmo_drain) will treat it. Its VirtualMachineInstance (one list of them, only
@@ -119,10 +130,24 @@ elapsed:
   description: Seconds the pre-flight took.
   returned: always
   type: float
+reads:
+  description:
+    - How the cluster was read. C(pods_of_judged_nodes) V(per node) or V(whole list);
+      C(every_node_listed) (false when no replacement needed a home and few nodes were judged);
+      C(nodes_read); C(candidate_nodes_read), the nodes whose pods were read to judge capacity, at most
+      C(candidate_read_limit) (0 when the nodes were not listed).
+  returned: always
+  type: dict
 api_requests:
-  description: Requests made to the API server (three lists, one dry-run eviction per pod to evict).
+  description: Requests made to the API server (the lists of reads, one dry-run eviction per pod to evict).
   returned: always
   type: int
+api_requests_by:
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: always
+  type: dict
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs

@@ -14,8 +14,8 @@ description:
     C(medik8s-leases) is valid. Another run never adopts a maintenance whose run is alive;
     it adopts one whose run is gone, and says so.
   - O(state=started) creates the run lease and starts a heartbeat process on the controller.
-    The heartbeat renews the run lease every 10 s, and the node leases and slots of the run
-    once half of their duration is gone, so hooks may take hours. It watches the
+    The heartbeat looks at the run's leases every 10 s (one list), renews the run lease every 20 s,
+    and the node leases and slots of the run once half of their duration is gone, so hooks may take hours. It watches the
     C(ansible-playbook) process; when that process ends (finished, cancelled or killed), the
     heartbeat deletes the run lease at once and exits. If the controller's host dies, the run
     lease lapses after O(duration) seconds.
@@ -106,6 +106,12 @@ api_requests:
   description: Requests made to the API server.
   returned: always
   type: int
+api_requests_by:
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

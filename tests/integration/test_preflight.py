@@ -226,10 +226,13 @@ class RecordingClient(Client):
     def __init__(self, configuration: Any, pool_size: int) -> None:
         super().__init__(configuration, pool_size)
         self.log: List[Tuple[str, str]] = []
+        self.queries: List[Tuple[str, str, Dict[str, Any]]] = []
 
     def request(self, method: str, path: str, query: Optional[Dict[str, Any]] = None, body: Any = None,
                 content_type: Optional[str] = None, timeout: float = 30.0) -> Dict[str, Any]:
-        self.log.append((method, path))
+        with self._lock:
+            self.log.append((method, path))
+            self.queries.append((method, path, dict(query or {})))
         return super().request(method, path, query, body, content_type, timeout)
 
 
@@ -251,12 +254,36 @@ def test_cost_over_25_nodes_and_150_pods(cluster, world):
           f"{result['api_requests'] - len(evictions)} lists)")
     assert result["go"], result["summary"]
     assert len(evictions) == 150 and result["api_requests"] == len(client.log)
-    assert lists == ["/api/v1/nodes", "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets"]
     gets = Counter(p for m, p in client.log if m == "GET")
     in_cluster = len(cluster.client.get("/api/v1/pods")["items"])
     assert gets["/api/v1/nodes"] == gets["/apis/policy/v1/poddisruptionbudgets"] == 1
+    # 25 nodes judged of a cluster hardly larger: one paginated list of every pod is cheaper than 25
+    assert result["reads"]["pods_of_judged_nodes"] == "whole list"
     assert gets["/api/v1/pods"] <= 1 + in_cluster // 500  # one list for all the nodes, in pages of 500
+    namespace_lists = [q for m, p, q in client.queries if p == f"/api/v1/namespaces/{world.namespace}/pods"]
+    assert sorted(q["labelSelector"] for q in namespace_lists) == [f"app=app-{i}" for i in range(6)]  # one a PDB
+    assert set(lists) == {"/api/v1/nodes", "/api/v1/pods", "/apis/policy/v1/poddisruptionbudgets",
+                          f"/api/v1/namespaces/{world.namespace}/pods"}
+    assert result["reads"]["candidate_nodes_read"] == 0  # every node's pods were counted from the whole list
     assert sum(len(n["to_evict"]) for n in result["nodes"]) == 150
+
+    # one node of the 25: its own pods, and the pods of just enough candidate homes, never the cluster's
+    client = RecordingClient(cluster.client.configuration, pool_size=40)
+    one = preflight(client, PreflightOptions(nodes=(world.workers[0],)))
+    assert one["go"], one["summary"]
+    assert one["reads"]["pods_of_judged_nodes"] == "per node"
+    pod_lists = [q for m, p, q in client.queries if m == "GET" and p == "/api/v1/pods"]
+    assert all("fieldSelector" in q for q in pod_lists)  # never a list of every pod
+    assert pod_lists[0]["fieldSelector"] == f"spec.nodeName={world.workers[0]}"
+    read = one["reads"]["candidate_nodes_read"]
+    assert 1 <= read <= 16 and len(pod_lists) == 1 + read  # a first chunk of candidates was enough
+    placed = {p["node"] for p in one["nodes"][0]["capacity"]["placed"]}
+    assert placed and placed <= {q["fieldSelector"].split("=", 1)[1] for q in pod_lists[1:]}
+    evicting = one["nodes"][0]["to_evict"]
+    guarding = {b for e in evicting for b in e["pdbs"]}
+    assert one["reads"]["every_node_listed"]  # replacements need a home: capacity is judged
+    assert evicting and one["api_requests"] == 4 + read + len(guarding) + len(evicting)  # the node, its pods,
+    # every node (replacements need a home), PDBs, the candidates, one count a guarding PDB, one dry run a pod
 
 
 def test_status_shows_the_preflight_of_named_nodes_not_in_maintenance(cluster, seed):

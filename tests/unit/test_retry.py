@@ -419,8 +419,7 @@ def test_a_nodemaintenance_created_before_its_answer_was_lost_is_ours() -> None:
     client = fake_client(
         FakeResponse(200, {"metadata": {"name": "node-a"}}),  # the node exists
         FakeResponse(200, {"items": []}),  # no NodeMaintenance names it
-        FakeResponse(404, {"reason": "NotFound", "message": "not found"}),  # the name is free
-        RESET,  # the create: applied, its answer lost
+        RESET,  # the create (no read of the name first): applied, its answer lost
         FakeResponse(409, {"reason": "AlreadyExists", "message": "already exists"}),  # its retry
         FakeResponse(200, nm),  # read back: ours
         FakeResponse(200, {**nm, "status": {"phase": "Pending"}}))  # phase Pending

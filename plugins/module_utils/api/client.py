@@ -151,6 +151,7 @@ class Client:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.requests = 0
+        self.requests_by: Dict[str, int] = {}  # request_kind -> count: where the requests went
         self.warnings: List[str] = list(getattr(configuration, "warnings", None) or [])
         self._lock = threading.Lock()
         self.retry = retry.RetryPolicy()
@@ -199,9 +200,17 @@ class Client:
         q = {k: v for k, v in (query or {}).items() if v is not None}
         return self.host + path + ("?" + urlencode(q) if q else "")
 
-    def _count(self) -> None:
+    def _count(self, method: str = "GET", path: str = "", query: Optional[Dict[str, Any]] = None) -> None:
+        kind = request_kind(method, path, query)
         with self._lock:
             self.requests += 1
+            self.requests_by[kind] = self.requests_by.get(kind, 0) + 1
+
+    def requests_since(self, mark: Dict[str, int]) -> Dict[str, int]:
+        """``requests_by`` less a copy of it taken earlier: what one task asked."""
+        with self._lock:
+            now = dict(self.requests_by)
+        return {k: v - mark.get(k, 0) for k, v in sorted(now.items()) if v - mark.get(k, 0)}
 
     def _note_date(self, resp: Any) -> None:
         date = resp.headers.get("Date") if getattr(resp, "headers", None) is not None else None
@@ -260,7 +269,7 @@ class Client:
         if body is not None:
             data = json.dumps(body).encode()
             content_type = content_type or "application/json"
-        self._count()
+        self._count(method, path, query)
         try:
             resp = self.pool.request(method, self.url(path, query), body=data,
                                      headers=self._headers(content_type),
@@ -313,7 +322,7 @@ class Client:
         """Open a streaming GET (a watch); the caller reads lines and closes it."""
         import urllib3
 
-        self._count()
+        self._count("GET", path, query)
         try:
             resp = self.pool.request("GET", self.url(path, query), headers=self._headers(None),
                                      preload_content=False, retries=False,
@@ -331,6 +340,31 @@ class Client:
             error.retry_after = retry_after(resp.headers.get("Retry-After"))
             raise error
         return resp
+
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def request_kind(method: str, path: str, query: Optional[Dict[str, Any]] = None) -> str:
+    """``verb resource[/subresource]`` as the API server's audit log names a request:
+    ``list pods``, ``get leases``, ``create pods/eviction``, ``patch nodemaintenances/status``."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        parts = parts[2:]
+    elif parts[:1] == ["apis"]:
+        parts = parts[3:]
+    else:
+        return f"{_VERBS.get(method, method.lower())} {path or '?'}" if method != "GET" else f"get {path or '?'}"
+    if len(parts) > 2 and parts[0] == "namespaces":
+        parts = parts[2:]
+    if not parts:
+        return f"{'get' if method == 'GET' else _VERBS.get(method, method.lower())} discovery"
+    resource = parts[0] + (f"/{parts[2]}" if len(parts) > 2 else "")
+    if method == "GET":
+        verb = "watch" if (query or {}).get("watch") else "get" if len(parts) > 1 else "list"
+    else:
+        verb = _VERBS.get(method, method.lower())
+    return f"{verb} {resource}"
 
 
 def retry_after(value: Optional[str]) -> Optional[float]:

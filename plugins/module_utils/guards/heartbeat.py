@@ -1,8 +1,12 @@
 """The run's heartbeat: a small process on the controller that lives exactly as long as the run.
 
-It renews the run lease every ``RENEW_EVERY`` seconds, and the node leases and maintenance
-slots the run holds (annotated ``nmo.maintenance/run``) once half of their duration is
-gone, so a work hook may take hours without its leases lapsing. It watches the
+Every ``RENEW_EVERY`` seconds it lists the lease namespace once: that one list tells whether
+the run lease is still there and the run's, and which node leases and maintenance slots the
+run holds (annotated ``nmo.maintenance/run``). It renews each of them, the run lease
+included, only when it is due: once half of its duration is gone (and never later than three
+beats before it lapses; the run lease every second beat), so a work hook may take hours
+without its leases lapsing, and a quiet run costs one list a beat and one renewal every
+second beat. It watches the
 ``ansible-playbook`` process (PID and start time, checked every second): when that process
 is gone, killed or finished, it deletes the run lease at once, which tells every other run
 and every module still waiting for this run that the run is over, and exits. If the
@@ -19,42 +23,56 @@ import signal
 import time
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ..api.client import Client, ConnectionOptions, connect
 from ..errors import NmoError
 from . import leases, run
 
 
-def renew_held(client: Client, run_id: str, namespace: str) -> int:
-    """Renew the leases of ``run_id`` that are past half their duration (or lapse within three
-    beats); how many were renewed."""
+def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
+    """Less than ``left`` seconds to live (default half its duration), or it lapses within
+    three beats: a short lease is renewed every beat."""
+    spec = lease.get("spec") or {}
+    expires = leases.expiry(lease)
+    duration = int(spec.get("leaseDurationSeconds") or 0)
+    margin = duration / 2 if left is None else left
+    return expires is not None and duration > 0 and \
+        expires - now <= timedelta(seconds=max(margin, 3 * run.RENEW_EVERY))
+
+
+def run_lease_due(lease: leases.Lease, now: Any, duration: int) -> bool:
+    """The run lease every second beat: it tells other runs this one is alive, so it keeps
+    all but two beats of its duration ahead (40 s of 60) for an API server that is away."""
+    return due(lease, now, duration - 2 * run.RENEW_EVERY)
+
+
+def renew_held(client: Client, run_id: str, namespace: str, seen: Optional[List[leases.Lease]] = None) -> int:
+    """Renew the leases of ``run_id`` (not its run lease) that are due; how many were renewed.
+    ``seen``: the namespace's leases as just listed (listed here when not given)."""
     renewed = 0
     now = client.server_now()
-    for lease in leases.list_leases(client, namespace):
+    for lease in leases.list_leases(client, namespace) if seen is None else seen:
         if run.run_of(lease) != run_id or lease["metadata"]["name"] == run.lease_name(run_id):
             continue
-        spec = lease.get("spec") or {}
-        due = leases.expiry(lease)
-        duration = int(spec.get("leaseDurationSeconds") or 0)
-        # half the duration left, and never less than three beats: a short lease is renewed every beat
-        if due is None or duration <= 0 or due - now > timedelta(seconds=max(duration / 2, 3 * run.RENEW_EVERY)):
-            continue
-        if run.renew(client, lease, leases.holder(lease)) is not None:
+        if due(lease, now) and run.renew(client, lease, leases.holder(lease)) is not None:
             renewed += 1
     return renewed
 
 
 def beat(client: Client, run_id: str, namespace: str, duration: int) -> bool:
-    """One renewal of the run lease (and of the leases it holds); False when the run is over
-    (the lease was deleted or taken by someone else)."""
-    current = run.read_lease(client, run_id, namespace)
+    """One beat: one list of the lease namespace, then the renewals that are due (the run
+    lease's, the leases it holds); False when the run is over (the run lease was deleted or
+    taken by someone else)."""
+    seen = leases.list_leases(client, namespace)
+    name = run.lease_name(run_id)
+    current = next((lease for lease in seen if lease["metadata"]["name"] == name), None)
     if current is None or leases.holder(current) != run_id:
         return False
-    if run.renew(client, current, run_id, duration) is None:
+    if run_lease_due(current, client.server_now(), duration) and run.renew(client, current, run_id, duration) is None:
         again = run.read_lease(client, run_id, namespace)
         return again is not None and leases.holder(again) == run_id  # a conflict: next beat
-    renew_held(client, run_id, namespace)
+    renew_held(client, run_id, namespace, seen)
     return True
 
 

@@ -377,6 +377,14 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
     or when it is held under our holder name for another run that is still alive."""
     name = node_lease_name(node["metadata"]["name"])
     owner = owner_reference(node)
+    if not check_mode:
+        # Created without a read first: a node's lease is new at almost every maintenance. When
+        # it exists (409 AlreadyExists), it is read and judged below as if read first.
+        body = with_run(new_lease(name, namespace, identity, duration, client.server_now(), owner), run_id)
+        try:
+            return Outcome(CREATE, name, None, client.post(leases_path(namespace), body))
+        except Conflict:
+            pass
     for _attempt in range(MAX_ATTEMPTS):
         current = as_ours(read(client, namespace, name))
         now = client.server_now()

@@ -78,10 +78,10 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
                                f"({existing['metadata']['name']}); resume that one or delete it first")
         return existing, False
     name = name or default_name(node)
-    taken = get(client, name)
-    if taken is not None:
-        raise RefusedError(f"NodeMaintenance {name} already exists for node "
-                           f"{taken.get('spec', {}).get('nodeName')}; choose another name")
+    if check_mode:
+        taken = get(client, name)
+        if taken is not None:
+            raise RefusedError(taken_message(name, taken))
     body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
             "spec": {"nodeName": node, "reason": reason or ""}}
     notes = {MODE_ANNOTATION: "operator" if operator else "standalone"}
@@ -91,13 +91,16 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     if check_mode:
         body["status"] = {"phase": "Pending"}
         return body, True
-    try:
+    try:  # created without a read first: the name is free at almost every maintenance
         created = client.post(API, body)
     except Conflict as exc:
         # AlreadyExists after a retry (exc.attempts > 1): our first create was applied and
-        # its answer lost. On a first attempt it is someone else's, and stays a conflict.
-        raced = get(client, name) if exc.attempts > 1 else None
-        if raced is None or raced.get("spec", {}).get("nodeName") != node:
+        # its answer lost. On a first attempt the name is taken: by another node's (refused),
+        # or by this node's made meanwhile (a conflict, as before).
+        raced = get(client, name)
+        if raced is not None and raced.get("spec", {}).get("nodeName") != node:
+            raise RefusedError(taken_message(name, raced)) from None
+        if raced is None or exc.attempts == 1:
             raise
         created = raced
     created.setdefault("apiVersion", API_VERSION)
@@ -105,6 +108,11 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     if not operator:  # NMO sets its status up only while the phase is empty: its object, its status
         created = update_status(client, created, {"phase": "Pending"})[0]
     return created, True
+
+
+def taken_message(name: str, taken: Dict[str, Any]) -> str:
+    return (f"NodeMaintenance {name} already exists for node {taken.get('spec', {}).get('nodeName')}; "
+            "choose another name")
 
 
 def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,

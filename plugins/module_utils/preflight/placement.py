@@ -8,6 +8,10 @@ Placement is greedy, largest pods first, each on the feasible node that stays le
 allocated (the scheduler's default scoring); a pod that fits nowhere would stay Pending.
 Pod (anti-)affinity and topology spread depend on other pods' placement and are not
 judged: the pods that have them are named instead.
+
+A node whose pods were not read (``known`` false: the pre-flight reads the pods of a
+bounded number of candidate nodes, see reads.py) is never a home: what it has left is not
+known, so the answer errs towards Pending (blocked), never towards fits.
 """
 
 from __future__ import annotations
@@ -68,9 +72,11 @@ class NodeRoom:
     allocatable: Dict[str, int]
     requested: Dict[str, int] = field(default_factory=lambda: {r: 0 for r in RESOURCES})
     unavailable: str = ""  # why no new pod lands here at all (cordoned, not Ready)
+    known: bool = True  # False: its pods were not read, so what it has left is not known
 
     def copy(self) -> NodeRoom:
-        return NodeRoom(self.name, self.labels, self.taints, self.allocatable, dict(self.requested), self.unavailable)
+        return NodeRoom(self.name, self.labels, self.taints, self.allocatable, dict(self.requested), self.unavailable,
+                        self.known)
 
     def free(self, resource: str) -> int:
         return self.allocatable.get(resource, 0) - self.requested.get(resource, 0)
@@ -184,8 +190,11 @@ def unjudged(pod: Obj) -> List[str]:
     return notes
 
 
-def misfit(pod: Obj, req: Dict[str, int], room: NodeRoom, out: Set[str]) -> List[str]:
-    """Why ``room`` cannot take the pod (empty: it can), in the scheduler's words."""
+NOT_READ = "not judged (their pods were not read)"
+
+
+def static_misfit(pod: Obj, room: NodeRoom, out: Set[str]) -> List[str]:
+    """Why ``room`` cannot take the pod whatever runs there (empty: it may)."""
     if room.name in out:
         return ["out for maintenance at the same time"]
     if room.unavailable:
@@ -195,6 +204,16 @@ def misfit(pod: Obj, req: Dict[str, int], room: NodeRoom, out: Set[str]) -> List
     taint = untolerated_taint(pod, room)
     if taint is not None:
         return [f"have taint {taint_text(taint)} it does not tolerate"]
+    return []
+
+
+def misfit(pod: Obj, req: Dict[str, int], room: NodeRoom, out: Set[str]) -> List[str]:
+    """Why ``room`` cannot take the pod (empty: it can), in the scheduler's words."""
+    static = static_misfit(pod, room, out)
+    if static:
+        return static
+    if not room.known:
+        return [NOT_READ]
     short = {CPU: "insufficient cpu", MEMORY: "insufficient memory", PODS: "too many pods"}
     return [short[r] for r in RESOURCES if req.get(r, 0) > 0 and req[r] > room.free(r)]
 

@@ -1,7 +1,8 @@
 """Pre-flight: what would block the maintenance of some nodes, found before any is touched.
 
-Three lists for all the nodes at once (nodes, pods, PodDisruptionBudgets), then one
-server-side dry-run eviction (``dryRun=All``, nothing is written) per pod to evict, in
+Reads that scale with the nodes judged, not with the cluster (reads.py: the nodes, the pods
+of the judged nodes, the PodDisruptionBudgets, the pods of a bounded number of candidate
+homes), then one server-side dry-run eviction (``dryRun=All``, nothing is written) per pod to evict, in
 parallel. Each node's pods are sorted by the drain's own filters (``pod_filters``), so the
 pre-flight and the drain agree on every pod. A node is ``no-go`` when its drain would not
 finish by itself: a pod guarded by a drain option that is off, a PodDisruptionBudget that
@@ -27,12 +28,14 @@ from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, Sele
 from ..errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
 from ..kubevirt import objects as kubevirt
 from ..kubevirt import preflight as kubevirt_preflight
-from .placement import NodeRoom, Placement, node_room, place, show_requests, unjudged
+from .placement import Placement, place, show_requests, static_misfit, unjudged
+from .reads import Snapshot, candidates
+
+__all__ = ["Snapshot", "PreflightOptions", "preflight"]
 
 GO, WARN, NO_GO = "go", "warn", "no-go"
 GO_MIGRATE = "go (migrate)"  # kubevirt=migrate: blocked VM pods the drain live-migrates
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
-PAGE = 500
 _NAMED_BUDGET = re.compile(r"disruption budget (\S+) needs")
 
 Obj = Dict[str, Any]
@@ -81,37 +84,6 @@ class PreflightOptions:
         if problems:
             raise InputError("; ".join(problems))
         self.selection()  # a malformed pod_selector raises here, before any request
-
-
-# -- reading the cluster: three lists for every node ------------------------------------------
-def list_all(client: Client, path: str) -> List[Obj]:
-    items: List[Obj] = []
-    token = None
-    while True:
-        page = client.get(path, {"limit": PAGE, "continue": token})
-        items += page.get("items", [])
-        token = page.get("metadata", {}).get("continue")
-        if not token:
-            return items
-
-
-@dataclass
-class Snapshot:
-    nodes: Dict[str, Obj]
-    pods_by_node: Dict[str, List[Obj]]
-    budgets: budgets.Budgets
-
-    @classmethod
-    def read(cls, client: Client) -> Snapshot:
-        nodes = {n["metadata"]["name"]: n for n in list_all(client, "/api/v1/nodes")}
-        pods = list_all(client, "/api/v1/pods")
-        by_node: Dict[str, List[Obj]] = {}
-        for pod in pods:
-            by_node.setdefault(pod.get("spec", {}).get("nodeName") or "", []).append(pod)
-        return cls(nodes, by_node, budgets.Budgets(list_all(client, "/apis/policy/v1/poddisruptionbudgets"), pods))
-
-    def rooms(self) -> List[NodeRoom]:
-        return [node_room(node, self.pods_by_node.get(name, [])) for name, node in sorted(self.nodes.items())]
 
 
 # -- dry-run evictions -------------------------------------------------------------------------
@@ -253,14 +225,38 @@ def needs_room(plan: PodPlan, pod: Obj) -> bool:
     return plan.action in (EVICT, DELETE) and not is_finished(pod) and ref is not None and ref.get("kind") != "DaemonSet"
 
 
+def _fits_statically(pod: Obj, room: Any, out: Any) -> bool:
+    return not static_misfit(pod, room, out)
+
+
+def place_batch(movers: List[Obj], rooms: List[Any], out: Any, snapshot: Snapshot) -> List[Placement]:
+    """Place the batch's replacements; while some would stay Pending and unread nodes could
+    take them, read those nodes' pods (growing chunks, within the snapshot's read limit)
+    and place again. ``rooms`` are the cluster as it is now (learnt rooms stay learnt)."""
+    chunk = max(16, 2 * len(movers))
+    while True:
+        placements = place(movers, [room.copy() for room in rooms], out)
+        pending_keys = {(pl.namespace, pl.name) for pl in placements if not pl.node}
+        if not pending_keys or not snapshot.left_to_read():
+            return placements
+        pending = [p for p in movers if (p["metadata"].get("namespace", ""), p["metadata"]["name"]) in pending_keys]
+        wanted = candidates(rooms, pending, out, _fits_statically)
+        if not wanted:
+            return placements
+        snapshot.learn(wanted[:chunk])
+        chunk *= 2
+
+
 def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Snapshot, concurrency: int) -> None:
     found = [r for r in reports if r.found]
-    rooms = snapshot.rooms()
+    rooms: Optional[List[Any]] = None  # every node, read only when a replacement needs a home
     for start in range(0, len(found), concurrency):
         batch = found[start:start + concurrency]
         out = {r.node for r in batch}
         movers = [(r, pods[p.key]) for r in batch for p in r.plans if needs_room(p, pods[p.key])]
-        placements = place([mover[1] for mover in movers], [room.copy() for room in rooms], out)
+        if movers and rooms is None:
+            rooms = snapshot.rooms()
+        placements = place_batch([mover[1] for mover in movers], rooms, out, snapshot) if rooms else []
         by_key = {f"{pl.namespace}/{pl.name}": pl for pl in placements}
         for r in batch:
             r.batch = sorted(out)
@@ -287,7 +283,7 @@ def table(reports: List[NodeReport]) -> List[str]:
 def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     started, first_request = time.monotonic(), client.requests
     opts.validate()
-    snapshot = Snapshot.read(client)
+    snapshot = Snapshot.read(client, opts.nodes, opts.parallelism)
     selection = opts.selection(time.time())
     reports: List[NodeReport] = []
     pods: Dict[str, Obj] = {}
@@ -318,4 +314,8 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
                else f"go: none of {len(reports)} node(s) is blocked")
     return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
             "table": table(reports), "nodes": [r.as_dict() for r in reports],
-            "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request}
+            "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request,
+            "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.lister is None,
+                      "nodes_read": len(snapshot.nodes), "candidate_nodes_read": len(snapshot.reads),
+                      "candidate_read_limit": snapshot.left_to_read() + len(snapshot.reads)
+                      if snapshot.lister is None else 0}}

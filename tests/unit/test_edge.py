@@ -43,6 +43,10 @@ class Connected:
     def __init__(self, warnings: List[str]) -> None:
         self.warnings = warnings
         self.requests = 7
+        self.requests_by: Dict[str, int] = {"get nodes": 7}
+
+    def requests_since(self, mark: Dict[str, int]) -> Dict[str, int]:
+        return {k: v - mark.get(k, 0) for k, v in self.requests_by.items() if v - mark.get(k, 0)}
 
 
 def execute(core, diff: bool = True, warnings: List[str] = ()) -> Dict[str, Any]:

@@ -45,7 +45,7 @@ options:
       - What a drain does about a KubeVirt VM whose virt-launcher pod (label C(kubevirt.io=virt-launcher),
         owned by a C(kubevirt.io/v1) C(VirtualMachineInstance)) a PodDisruptionBudget refuses to evict.
       - V(wait), as for any pod, retries the eviction until someone moves the VM (the seed's case,
-        a C(VirtualMachineInstanceMigration) made by hand) or the O(timeout).
+        a C(VirtualMachineInstanceMigration) made by hand) or the O(nmo.maintenance.nmo_drain#module:timeout).
       - V(migrate) live-migrates it. When the VMI reports C(LiveMigratable=True), one
         C(VirtualMachineInstanceMigration) is created for it and followed by watch to C(Succeeded);
         KubeVirt then ends the pod on the node, and the drain sees it go. At most 2 migrations of a drain run at

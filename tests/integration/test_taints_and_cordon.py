@@ -58,8 +58,8 @@ def test_the_test_clusters_node_lifecycle_controller_mirrors_cordon_into_the_tai
     (True, [UNTAINT, UNCORDON], [USER]),
     (True, [UNCORDON, UNTAINT], [USER]),
 ], ids=["taint-then-cordon", "cordon-then-taint", "untaint-then-uncordon", "uncordon-then-untaint"])
-def test_each_order_twice_changes_nothing_the_second_time_and_ends_as_asked(cluster, world, begin_maintained,
-                                                                             calls, wanted):
+def test_each_order_twice_changes_nothing_the_second_time_and_ends_as_asked(
+        cluster, world, begin_maintained, calls, wanted):
     (name,) = world.add_nodes(workers=1)
     cluster.client.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": [USER_TAINT]}}, "merge")
     if begin_maintained:

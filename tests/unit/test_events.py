@@ -37,4 +37,3 @@ def test_check_mode_records_the_design_type_and_text_and_makes_no_request():
         {"reason": "Cordon", "type": "Normal", "message": "Cordoned node w1"},
         {"reason": "SomethingNew", "type": "Normal", "message": "SomethingNew"}]
     assert recorder.warnings == []
-

@@ -104,8 +104,8 @@ def pod(name: str, rv: str = "1") -> dict:
 
 
 def test_the_watch_view_applies_events_and_a_resync():
-    watcher = waiter.Watcher(None, "/api/v1/pods", initial={"metadata": {"resourceVersion": "5"},
-                                                             "items": [pod("a"), pod("b")]})
+    listed = {"metadata": {"resourceVersion": "5"}, "items": [pod("a"), pod("b")]}
+    watcher = waiter.Watcher(None, "/api/v1/pods", initial=listed)
     assert set(watcher.objects) == {"ns/a", "ns/b"} and watcher.resource_version == "5"
     watcher._put(("MODIFIED", pod("a", "6")))
     watcher._put(("DELETED", pod("b")))

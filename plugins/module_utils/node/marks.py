@@ -21,8 +21,10 @@ def marking(view: Dict[str, Any], label_key: str) -> Dict[str, Any]:
     return {"unschedulable": view["unschedulable"], "label": view["labels"].get(label_key) == "true"}
 
 
-def begin_marks(node: Dict[str, Any], label_key: str, run_id: str = "") -> Tuple[Dict[str, Optional[str]],
-                                                                                   Dict[str, Optional[str]]]:
+Marks = Dict[str, Optional[str]]
+
+
+def begin_marks(node: Dict[str, Any], label_key: str, run_id: str = "") -> Tuple[Marks, Marks]:
     """(labels, annotations) the begin sets with the cordon: the label, and the record that
     we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before). A resumed
     maintenance (MAINTAINED_BY already there) keeps its first record."""

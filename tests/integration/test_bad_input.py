@@ -109,13 +109,19 @@ def cases(node: str, prefix: str) -> List[Case]:
     ]
 
 
+# The node-lifecycle controller adds these to a new node (from kubernetes.io/os and /arch) at
+# its own pace, sometimes after the snapshot before the run: not a write of ours.
+CONTROLLER_LABELS = ("beta.kubernetes.io/os", "beta.kubernetes.io/arch")
+
+
 def snapshot(client: Any, nodes: List[str]) -> Dict[str, Any]:
     """What a write would change: the nodes' marks, every NodeMaintenance, every lease."""
     marks = {}
     for name in nodes:
         obj = client.get(f"/api/v1/nodes/{name}")
+        labels = {k: v for k, v in (obj["metadata"].get("labels") or {}).items() if k not in CONTROLLER_LABELS}
         marks[name] = {"taints": obj["spec"].get("taints"), "unschedulable": obj["spec"].get("unschedulable"),
-                       "labels": obj["metadata"].get("labels"), "annotations": obj["metadata"].get("annotations")}
+                       "labels": labels, "annotations": obj["metadata"].get("annotations")}
     nms = sorted(nm["metadata"]["name"] for nm in (client.get_or_none(NM_API) or {}).get("items", []))
     # a playbook run's own run lease (nmo-run-<id>, run.py) comes and goes with the run itself
     leases = sorted((lease["metadata"]["name"], lease["metadata"]["resourceVersion"])

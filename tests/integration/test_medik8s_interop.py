@@ -10,6 +10,7 @@ process tree under libfaketime.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -93,8 +94,9 @@ def test_lapsed_leases_are_taken_over_both_ways(medik8s_tools, cluster, world):
     # the library's lease lapses: we take it over
     assert medik8s_tools.lease("request", w1, NHC, 2)["ok"]
     wait_for(lambda: not medik8s_tools.lease("get", w1)["lease"]["validNow"], 15, "NHC's 2 s lease to lapse")
-    # our view of the server's time comes from whole-second Date headers: up to a second later
-    due = leases.expiry(cluster.client.get(f"{LEASES}/node-{w1}"))
+    # our view of the server's time comes from whole-second Date headers, up to a second early,
+    # and so does the module's: wait until even a view a second early has the lease lapsed
+    due = leases.expiry(cluster.client.get(f"{LEASES}/node-{w1}")) + timedelta(seconds=1)
     wait_for(lambda: cluster.client.server_now() > due, 15, "the lease to lapse by the server's Date")
     taken = run_module("nmo_lease", lease_args(world, w1), cluster.kubeconfig)
     assert not taken.get("failed"), taken.get("msg")

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -42,17 +41,19 @@ def install_crds(client: Any, timeout: float = 60) -> List[str]:
         if client.get_or_none(f"{CRD_API}/{crd['metadata']['name']}") is None:
             client.post(CRD_API, crd)
             made.append(crd["metadata"]["name"])
-    deadline = time.monotonic() + timeout
+    from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import poll_until
+    from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NotFound, TooManyRequests
+
+    def served(plural: str) -> Optional[bool]:  # Established, then served (404/429 for a moment)
+        try:
+            client.get(f"{API}/{plural}", {"limit": 1})
+            return True
+        except (NotFound, TooManyRequests):
+            return None
+
     for crd in crds():
         plural = crd["spec"]["names"]["plural"]
-        while True:  # Established, then served (the API server may answer 404/429 for a moment)
-            try:
-                client.get(f"{API}/{plural}", {"limit": 1})
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        poll_until(lambda plural=plural: served(plural), timeout, lambda plural=plural: f"{plural} to be served")
     return made
 
 

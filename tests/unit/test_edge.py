@@ -80,3 +80,15 @@ def test_diff_only_when_asked_and_connection_warnings_first() -> None:
 def test_a_kubeconfig_dict_is_refused() -> None:
     done = adapter.execute({"kubeconfig": {"apiVersion": "v1"}}, lambda *a: {}, False, False)
     assert done["failed"] and "kubeconfig as a dict" in done["msg"]
+
+
+def test_the_preloaded_modules_are_those_the_one_action_serves() -> None:
+    """in_process.MODULES (imported once in ansible-playbook) must name every module whose
+    action is the shared one, and no other: a module added to the collection and not here
+    would still work, only slower; one listed but gone would be silently skipped."""
+    from pathlib import Path
+
+    actions = Path(in_process.__file__).resolve().parents[1] / "action"
+    shared = sorted(path.stem for path in actions.glob("nmo_*.py")
+                    if path.is_symlink() or path.name == "nmo_maintenance.py")
+    assert sorted(in_process.MODULES) == shared

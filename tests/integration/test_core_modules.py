@@ -6,7 +6,7 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import state
+from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks, state
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.cluster
 
 USER_TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 NM_API = "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances"
+EXCLUDE = marks.EXCLUDE_FROM_REMEDIATION
 ADMIN = "admin"  # the user of cluster.kubeconfig (hack/cluster's admin certificate)
 
 
@@ -92,6 +93,32 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
     assert attempts == [0, 1], "the guarded patch did not fail and retry"
     assert changed
     assert keys(taints(cluster, node)) == keys([DRAIN_TAINT, USER_TAINT])
+
+
+def test_a_begin_planned_from_an_old_read_is_planned_again_when_the_label_came_meanwhile(cluster, world):
+    """The begin reads the node once, before its lease step, and patches from that read. An
+    administrator's exclude-from-remediation label set in between must not be taken for
+    ours (which the end would remove): the patch tests the label it sets, fails, and the
+    begin is planned again from a new read."""
+    (node,) = world.add_nodes(workers=1)
+    old_read = cluster.client.get(f"/api/v1/nodes/{node}")
+    attempts = []
+
+    def administrator(attempt):
+        attempts.append(attempt)
+        if attempt == 0:
+            cluster.client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {EXCLUDE: "true"}}}, "merge")
+
+    done = state.apply(cluster.client, node, lambda n: marks.begin_wanted(n, EXCLUDE, "run-x"), node=old_read,
+                       before_write=administrator)
+    assert attempts == [0, 1], "the patch planned from the old read was not refused"
+    assert done.changed
+    after = cluster.client.get(f"/api/v1/nodes/{node}")
+    notes = after["metadata"].get("annotations") or {}
+    assert after["spec"].get("unschedulable") is True
+    assert after["metadata"]["labels"][EXCLUDE] == "true"
+    assert notes.get(marks.MAINTAINED_BY) == "run-x"
+    assert marks.LABEL_ADDED not in notes, "the administrator's label was recorded as ours"
 
 
 def test_taint_bad_input_changes_nothing(cluster, world):

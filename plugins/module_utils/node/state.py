@@ -120,11 +120,32 @@ def _map_ops(meta: Dict[str, Any], name: str, wanted: Dict[str, Optional[str]]) 
             ops += [{"op": "test", "path": f"/metadata/{name}", "value": None},
                     {"op": "add", "path": f"/metadata/{name}", "value": sets}]
         return ops
-    ops += [{"op": "add", "path": f"/metadata/{name}/{_pointer(k)}", "value": v} for k, v in sets.items()]
+    for key, value in sets.items():  # a key set over what the plan did not read fails the test
+        path = f"/metadata/{name}/{_pointer(key)}"
+        ops += [{"op": "test", "path": path, "value": current.get(key)}, {"op": "add", "path": path, "value": value}]
     for key in (k for k, v in wanted.items() if v is None and k in current):
         path = f"/metadata/{name}/{_pointer(key)}"
         ops += [{"op": "test", "path": path, "value": current[key]}, {"op": "remove", "path": path}]
     return ops
+
+
+def _read_tests(node: Dict[str, Any], wanted: Wanted, taints_written: bool) -> List[Op]:
+    """Tests of the fields the plan decided from but does not write: the cordon, the taints
+    and the wanted keys left as they are. A plan made from an older read (the begin reads the
+    node before its lease wait) is then refused if any of them changed, and planned again."""
+    spec, meta = node.get("spec", {}), node.get("metadata", {})
+    tests: List[Op] = [{"op": "test", "path": "/spec/unschedulable", "value": spec.get("unschedulable")}]
+    if not taints_written:  # a taint write tests them itself (guarded_patch)
+        tests.append({"op": "test", "path": "/spec/taints", "value": spec.get("taints")})
+    for name, keys in (("labels", wanted.labels), ("annotations", wanted.annotations)):
+        current = meta.get(name)
+        if current is None:
+            if keys:
+                tests.append({"op": "test", "path": f"/metadata/{name}", "value": None})
+            continue
+        tests += [{"op": "test", "path": f"/metadata/{name}/{_pointer(k)}", "value": current.get(k)}
+                  for k, v in keys.items() if current.get(k) == v or (v is None and k not in current)]
+    return tests
 
 
 def _updated(current: Dict[str, str], wanted: Dict[str, Optional[str]]) -> Dict[str, str]:
@@ -139,14 +160,15 @@ def plan(node: Dict[str, Any], wanted: Wanted) -> Plan:
     add, remove, held = taint_lists(wanted, before["unschedulable"])
     raw = node.get("spec", {}).get("taints")
     taints = without_taints(with_taints(before["taints"], add), remove) if add or remove else before["taints"]
+    taint_ops = guarded_patch(raw, taints) if taints != before["taints"] else []
     ops: List[Op] = []
-    if taints != before["taints"]:
-        ops += guarded_patch(raw, taints)
     if cordoned != before["unschedulable"]:
         ops.append({"op": "add", "path": "/spec/unschedulable", "value": cordoned})
     meta = node.get("metadata", {})
     ops += _map_ops(meta, "labels", wanted.labels)
     ops += _map_ops(meta, "annotations", wanted.annotations)
+    if taint_ops or ops:
+        ops = taint_ops + _read_tests(node, wanted, bool(taint_ops)) + ops
     after = {"taints": taints, "unschedulable": cordoned, "labels": _updated(before["labels"], wanted.labels),
              "annotations": _updated(before["annotations"], wanted.annotations)}
     return Plan(ops, before, after, held)

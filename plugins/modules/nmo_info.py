@@ -156,17 +156,17 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.node.ready import 
 
 
 def core(client, params, check_mode):
-    waited = None
+    waited, node_read = None, None
     if params["wait_ready"]:
         if not params["node"]:
             raise InputError("wait_ready needs node: it waits for one node")
         if params["ready_timeout"] < 0:
             raise InputError(f"ready_timeout must be 0 or more seconds, got {params['ready_timeout']}")
         started = time.monotonic()
-        wait_ready(client, params["node"], params["ready_timeout"])
+        node_read = wait_ready(client, params["node"], params["ready_timeout"])
         waited = round(time.monotonic() - started, 1)
     reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
-                       only=params["nodes"])
+                       only=params["nodes"], node_read=node_read)
     result = {"changed": False, "missing": missing(params["nodes"], reports)}
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]

@@ -103,6 +103,38 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
     assert run_module("nmo_lease", args(world, node, state="released"), cluster.kubeconfig)["changed"] is False
 
 
+def test_a_missing_leases_namespace_is_made_when_the_first_lease_needs_it(cluster, world):
+    """The namespace is not looked for before each acquire: the lease is created, and only
+    its refusal for want of a namespace makes the namespace (then the lease)."""
+    from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
+
+    node = world.add_nodes(workers=1)[0]
+    c = cluster.client
+    namespace = f"t{world.id}-leases"
+    assert c.get_or_none(f"/api/v1/namespaces/{namespace}") is None
+    req = disruption.Request(node=node, slot_prefix=prefix(world), namespace=namespace,
+                             etcd=leases_etcd_options(world))
+    try:
+        got = disruption.acquire(c, req)
+        assert got["namespace_created"] and got["changed"]
+        assert c.get_or_none(f"/api/v1/namespaces/{namespace}") is not None
+        held = {lease["metadata"]["name"]: leases.holder(lease) for lease in leases.list_leases(c, namespace)}
+        assert held == {f"node-{node}": leases.HOLDER, f"{prefix(world)}-0": node}
+        again = disruption.acquire(c, req)
+        assert not again["namespace_created"]
+        gone = disruption.release(c, req)
+        assert {r["role"] for r in gone["released"]} == {"node", "slot"}
+        assert leases.list_leases(c, namespace) == []
+    finally:
+        c.delete(f"/api/v1/namespaces/{namespace}")
+
+
+def leases_etcd_options(world: Any) -> Any:
+    from ansible_collections.nmo.maintenance.plugins.module_utils.guards import etcd_guard
+
+    return etcd_guard.Options(pod_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
+
+
 # -- two processes at once -------------------------------------------------------------------
 def one_round(cluster: Any, world: Any, tmp: Path, nodes: List[str], nms: Dict[str, str], round_no: int) -> None:
     c = cluster.client

@@ -294,7 +294,9 @@ class DrainRun:
             self.status.offer(self.fields(finished=True), time.monotonic(), force=True)
             return True, ""
         counts = {a: sum(1 for p in self.plans if p.action == a) for a in (EVICT, DELETE, WAIT, SKIP)}
-        self.status.offer(self.fields(), time.monotonic(), force=True)
+        # The first progress goes out after a second, as every later one: a drain done
+        # sooner writes its status once, when it ends.
+        self.status.throttle.last_time = time.monotonic()
         self.record(DRAIN, f"Drain node {self.opts.node}: {counts[EVICT]} pods to evict, {counts[DELETE]} to delete, "
                            f"{counts[WAIT]} already terminating, {counts[SKIP]} skipped")
         pool = ThreadPoolExecutor(max_workers=self.opts.parallelism, thread_name_prefix="nmo-drain")

@@ -132,25 +132,28 @@ class Attempt:
         if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
             leases.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
-    def run(self) -> Union[Blocked, Acquired]:
+    def run(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
+        """One try. ``seen``: a list of the leases namespace the caller has just made."""
         req, client = self.req, self.client
         verdict = None
         if self.flavour:
             verdict = self.guard(None)
             if not verdict.allowed:
                 return self.etcd_blocked(verdict)
-        # Read-only look first: taking a slot only to give it back would wake every waiter.
-        held = leases.as_ours(leases.read(client, req.namespace, leases.node_lease_name(req.node)))
+        # Read-only look first: taking a slot only to give it back would wake every waiter. One
+        # list of the namespace shows the node's lease, the run's own lease and the slots.
+        seen = leases.list_leases(client, req.namespace) if seen is None else seen
+        held = leases.as_ours(leases.named(seen, leases.node_lease_name(req.node)))
         nmos_own = req.operator and leases.holder(held) == leases.NMO_HOLDER  # NMO's lease of this node
         if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED and not nmos_own:
             return self.lease_blocked(held)
-        self.run_guard.check()  # never take a slot for a run that is gone
+        self.run_guard.check(lease_list=seen)  # never take a slot for a run that is gone
         if req.operator:
-            busy = self.operator_busy()
+            busy = self.operator_busy(seen)
             if busy is not None:
                 return busy
         slot, others = leases.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
-                                           req.namespace, self.check_mode, req.run_id)
+                                           req.namespace, self.check_mode, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
@@ -171,12 +174,11 @@ class Attempt:
             return self.lease_blocked(lease.before)
         return Acquired(slot, lease, verdict)
 
-    def operator_busy(self) -> Optional[Blocked]:
+    def operator_busy(self, seen: List[leases.Lease]) -> Optional[Blocked]:
         """Blocked when the NodeMaintenances NMO works on for other nodes, without a slot of
         ours (made by kubectl, by another tool), and the slots of others fill the concurrency."""
         req = self.req
         now = self.client.server_now()
-        seen = leases.list_leases(self.client, req.namespace)
         slotted = {leases.holder(s) for s in leases.slots_of(seen, req.slot_prefix) if leases.is_valid(s, now)}
         foreign = sorted({nm.get("spec", {}).get("nodeName", "") for nm in maintenance.list_all(self.client)}
                          - slotted - {req.node})
@@ -295,18 +297,32 @@ def _entry(role: str, outcome: leases.Outcome) -> Dict[str, Any]:
             "expires": leases.format_time(due) if due else None}
 
 
-def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str, Any]:
+UNREAD: Any = object()  # acquire(nm=...): not read by the caller
+
+
+def acquire(client: Client, req: Request, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+            nm: Any = UNREAD, seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
+    """Take the node's slot and lease (design steps 2-3), waiting for them when ``req.wait``.
+    A caller that has just read the node, the NodeMaintenance named by ``req.maintenance``
+    (None: there is none) or the leases namespace (``seen``) passes them and saves the reads."""
     req.validate()
-    node = read_node(client, req.node)
-    nm = _find_maintenance(client, req)
+    node = node or read_node(client, req.node)
+    if nm is UNREAD:
+        nm = _find_maintenance(client, req)
     flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
-    ns_created = leases.ensure_namespace(client, req.namespace, check_mode)
+    # In check mode the namespace is looked for; otherwise it is made only when a lease
+    # cannot be created for its absence (the run start made it: almost never).
+    ns_created = leases.ensure_namespace(client, req.namespace, check_mode) if check_mode else False
     attempt = Attempt(client, req, node, flavour, check_mode)
     reporter = Reporter(client, nm, node, check_mode)
     started = time.monotonic()
     result: Dict[str, Any] = {"node": req.node, "state": "acquired", "maintenance": (nm or {}).get(
         "metadata", {}).get("name"), "namespace_created": ns_created}
-    outcome = attempt.run()
+    try:
+        outcome = attempt.run(seen)
+    except leases.NamespaceMissing:
+        result["namespace_created"] = ns_created = leases.ensure_namespace(client, req.namespace, check_mode)
+        outcome = attempt.run()
     if isinstance(outcome, Blocked):
         reporter.holders = list(outcome.holders)
         verdict = outcome.verdict.as_dict() if outcome.verdict else None
@@ -341,20 +357,21 @@ def acquire(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
             "warnings": warnings}
 
 
-def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str, Any]:
-    """Delete the node lease and the node's slots, each only when ours; report the others."""
+def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UNREAD) -> Dict[str, Any]:
+    """Delete the node lease and the node's slots, each only when ours; report the others.
+    ``nm``: the NodeMaintenance the caller has read (None: none), told of the release."""
     req.validate()
     released: List[Dict[str, Any]] = []
     kept: List[Dict[str, Any]] = []
     before: Dict[str, Any] = {}
     after: Dict[str, Any] = {}
     name = leases.node_lease_name(req.node)
+    seen = leases.list_leases(client, req.namespace)  # the node's lease and its slots, in one read
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
-    targets += [("slot", s["metadata"]["name"], req.node)
-                for s in leases.own_slots(client, req.node, req.slot_prefix, req.namespace)]
+    targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
         action, lease = leases.release(client, req.namespace, lease_name, identity, check_mode,
-                                       run_id=req.run_id)
+                                       run_id=req.run_id, seen=seen)
         if lease is None:
             continue
         before[lease_name] = leases.summary(lease)
@@ -366,7 +383,8 @@ def release(client: Client, req: Request, check_mode: bool = False) -> Dict[str,
             after[lease_name] = before[lease_name]
     warnings = [f"lease {k['lease']} is held by {k['holder']}, not by us: left in place" for k in kept]
     if released:
-        nm = maintenance.find(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
+        if nm is UNREAD:
+            nm = maintenance.find(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
         involved = nm or client.get_or_none(node_path(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)

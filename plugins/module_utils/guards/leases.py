@@ -328,6 +328,10 @@ def missing_namespace_message(namespace: str, server_message: str = "") -> str:
             f"An admin creates it once, with the collection's RBAC: {how}. See docs/rbac.md.")
 
 
+class NamespaceMissing(NmoError):
+    """A lease could not be created: its namespace does not exist (ensure_namespace makes it)."""
+
+
 def read(client: Client, namespace: str, name: str) -> Optional[Lease]:
     return client.get_or_none(leases_path(namespace, name))
 
@@ -336,11 +340,26 @@ def list_leases(client: Client, namespace: str = LEASE_NAMESPACE) -> List[Lease]
     return client.get(leases_path(namespace)).get("items", [])
 
 
+def named(seen: List[Lease], name: str) -> Optional[Lease]:
+    """The lease called ``name`` in a list of the namespace, None when it is not there."""
+    return next((lease for lease in seen if lease.get("metadata", {}).get("name") == name), None)
+
+
+def create(client: Client, body: Lease) -> Lease:
+    """Create it; NamespaceMissing when its namespace is not there (a 404 on create)."""
+    namespace = body["metadata"]["namespace"]
+    try:
+        return client.post(leases_path(namespace), body)
+    except NotFound:
+        raise NamespaceMissing(f"namespace {namespace} does not exist: lease {body['metadata']['name']} "
+                               "cannot be created there", status=404) from None
+
+
 def write(client: Client, body: Lease, existing: Optional[Lease]) -> Lease:
     """Create, or update exactly the version read (the body carries its resourceVersion)."""
     meta = body["metadata"]
     if existing is None:
-        return client.post(leases_path(meta["namespace"]), body)
+        return create(client, body)
     return client.put(leases_path(meta["namespace"], meta["name"]), body)
 
 
@@ -382,7 +401,7 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
         # it exists (409 AlreadyExists), it is read and judged below as if read first.
         body = with_run(new_lease(name, namespace, identity, duration, client.server_now(), owner), run_id)
         try:
-            return Outcome(CREATE, name, None, client.post(leases_path(namespace), body))
+            return Outcome(CREATE, name, None, create(client, body))
         except Conflict:
             pass
     for _attempt in range(MAX_ATTEMPTS):
@@ -413,12 +432,15 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
 
 def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix: str = SLOT_PREFIX,
                  duration: int = DEFAULT_DURATION, namespace: str = LEASE_NAMESPACE,
-                 check_mode: bool = False, run_id: str = "") -> Tuple[Outcome, List[Lease]]:
-    """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others)."""
+                 check_mode: bool = False, run_id: str = "",
+                 seen: Optional[List[Lease]] = None) -> Tuple[Outcome, List[Lease]]:
+    """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others).
+    ``seen``: a list of the namespace just made by the caller, used for the first try."""
     node_name = node["metadata"]["name"]
     owner = owner_reference(node)
-    for _attempt in range(MAX_ATTEMPTS):
-        seen = list_leases(client, namespace)
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt or seen is None:
+            seen = list_leases(client, namespace)
         now = client.server_now()
         slot_plan = plan_slot(slots_of(seen, prefix), node_name, prefix, concurrency, now, run_id,
                               alive_run_ids(seen, now))
@@ -448,11 +470,13 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
 
 
 def release(client: Client, namespace: str, name: str, identity: str, check_mode: bool = False,
-            run_id: str = "") -> Tuple[str, Optional[Lease]]:
+            run_id: str = "", seen: Optional[List[Lease]] = None) -> Tuple[str, Optional[Lease]]:
     """Delete the lease when ``identity`` holds it, and not for another run that is alive.
-    Returns (deleted|absent|held_by_other, lease)."""
-    for _attempt in range(MAX_ATTEMPTS):
-        current = read(client, namespace, name)
+    Returns (deleted|absent|held_by_other, lease). ``seen``: a list of the namespace just
+    made by the caller, which answers the first look (the delete's preconditions hold
+    it to exactly that version)."""
+    for attempt in range(MAX_ATTEMPTS):
+        current = named(seen, name) if seen is not None and not attempt else read(client, namespace, name)
         if identity == HOLDER:
             current = as_ours(current)
         if current is None:
@@ -470,5 +494,6 @@ def release(client: Client, namespace: str, name: str, identity: str, check_mode
     raise ConcurrentUpdateError(f"lease {namespace}/{name} kept changing while we released it: run again")
 
 
-def own_slots(client: Client, node: str, prefix: str = SLOT_PREFIX, namespace: str = LEASE_NAMESPACE) -> List[Lease]:
-    return [s for s in slots_of(list_leases(client, namespace), prefix) if holder(s) == node]
+def own_slots(seen: List[Lease], node: str, prefix: str = SLOT_PREFIX) -> List[Lease]:
+    """The slots of ``prefix`` that ``node`` holds, in a list of the namespace."""
+    return [s for s in slots_of(seen, prefix) if holder(s) == node]

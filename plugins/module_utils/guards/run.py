@@ -246,6 +246,7 @@ class NoGuard(Guard):
 
     def __init__(self) -> None:  # pylint: disable=super-init-not-called
         self.run_id = ""
+        self.namespace = leases.LEASE_NAMESPACE
 
     def check(self, force: bool = False, lease_list: Optional[List[leases.Lease]] = None) -> None:
         if not local_anchor_alive():

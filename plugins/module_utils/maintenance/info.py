@@ -81,12 +81,15 @@ def missing(only: Optional[List[str]], reports: List[Dict[str, Any]]) -> List[st
 
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
              label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10,
-             only: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given."""
+             only: Optional[List[str]] = None, node_read: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+    """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given.
+    ``node_read``: ``node`` as the caller has just read it (the Ready wait), not read again."""
     validate(node, label_selector, label_key, events_limit, only)
     if only is not None:  # a name that cannot be a node's is never asked for ('..' would read /api/v1)
         only = [name for name in only if validation.is_node_name(name)]
-    if node:
+    if node and node_read is not None:
+        nodes = [node_read]
+    elif node:
         try:
             nodes = [client.get(node_path(node))]
         except NotFound:

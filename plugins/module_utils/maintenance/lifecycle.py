@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .. import validation
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, RefusedError
-from ..guards import disruption, run
+from ..guards import disruption, leases, run
 from ..node import state
 from ..node.marks import EXCLUDE_FROM_REMEDIATION, begin_wanted, cordon_wanted, end_wanted, is_ready, marking
 from ..node.state import Wanted
@@ -81,14 +81,16 @@ class Progress:
 # -- steps shared with the single-purpose modules ------------------------------------------------
 def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
                        name: Optional[str], check_mode: bool, run_id: str = "",
-                       with_operator: bool = False) -> Dict[str, Any]:
+                       with_operator: bool = False, node_read: bool = False) -> Dict[str, Any]:
     """The node's NodeMaintenance, created with a BeginMaintenance event when missing.
 
     An existing one is adopted for ``run_id`` only when the run that held it is gone (or it
     names no run: made by hand, or before runs had ids); one held by a live run is refused
-    with OwnedByLiveRun, before anything is written.
+    with OwnedByLiveRun, before anything is written. ``node_read``: the caller has read the
+    node (it exists), so it is not read again.
     """
-    before = maintenance.find(client, node)
+    items = maintenance.list_all(client)
+    before = maintenance.find(client, node, items)
     adopted_from = None
     if maintenance.terminating(before):
         raise RefusedError(f"NodeMaintenance {before['metadata']['name']} of node {node} is being deleted; it is not "
@@ -99,7 +101,8 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
         state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
-    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id, with_operator)
+    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id, with_operator, items=items,
+                                     node_read=node_read)
     if created and not with_operator:  # NMO records its own BeginMaintenance
         recorder.record(nm, events.BEGIN_MAINTENANCE)
     elif adopted_from is not None:
@@ -195,26 +198,38 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
     changed = False
     try:
-        guard.check(force=True)  # no write for a run that is gone
+        # One list of the leases namespace tells whether the run is still there (no write for
+        # a run that is gone) and, a moment later, answers the lease step's first look.
+        seen = None
+        if not check_mode and guard.namespace == opts.lease.namespace:
+            seen = leases.list_leases(client, opts.lease.namespace)
+        guard.check(force=True, lease_list=seen)
         if opts.install_crd:
             result["crd"] = crd.ensure(client, check_mode)
             changed = result["crd"]["changed"]
-        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id)
+        # read once for the NodeMaintenance (the node exists), the leases (owner, control
+        # plane?) and the node patch, whose test ops catch a change made since
+        node_read = read_node(client, opts.node)
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id,
+                                  node_read=True)
         nm = made["nm"]
         name = nm["metadata"]["name"]
         result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
         progress.done("maintenance")
 
         # a NodeMaintenance that only check mode imagined cannot be named to the guard
+        imagined = check_mode and made["created"]
         lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
-                                                   maintenance=None if check_mode and made["created"] else name),
-                                   check_mode)
+                                                   maintenance=None if imagined else name),
+                                   check_mode, node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
         progress.done("lease")
         guard.check()  # the lease wait may have lasted long: is the run still there?
 
-        # taints, cordon, label and our marks in one guarded JSON Patch (node/state.py)
+        # taints, cordon, label and our marks in one guarded JSON Patch (node/state.py), planned
+        # from the node as read above: its test ops fail if someone wrote the node since (a
+        # long lease wait, say), and the patch is then planned again from a new read
         done = state.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
-                           check_mode)
+                           check_mode, node=node_read)
         taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
                                                       done.changed)
         progress.done("taints")
@@ -372,7 +387,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         progress.done("taints")
 
         released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name,
-                                                      run_id=opts.run_id), check_mode)
+                                                      run_id=opts.run_id), check_mode, nm=nm)
         progress.done("lease")
 
         deleted = False

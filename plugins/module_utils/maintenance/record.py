@@ -62,16 +62,19 @@ def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
 
 
 def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
-           check_mode: bool = False, run_id: str = "", operator: bool = False) -> Tuple[Dict[str, Any], bool]:
+           check_mode: bool = False, run_id: str = "", operator: bool = False,
+           items: Optional[List[Dict[str, Any]]] = None, node_read: bool = False) -> Tuple[Dict[str, Any], bool]:
     """The node's NodeMaintenance, created (phase Pending) when there is none.
 
     Refused before anything is written when the node does not exist, or when ``name`` is
-    given and a NodeMaintenance of another name already names the node.
+    given and a NodeMaintenance of another name already names the node. A caller that has
+    just read the node (``node_read``) or every NodeMaintenance (``items``) saves the reads.
     """
     if not node:
         raise InputError("node is required")
-    read_node(client, node)  # refuses with 'node "X" not found in cluster'
-    existing = find(client, node)
+    if not node_read:
+        read_node(client, node)  # refuses with 'node "X" not found in cluster'
+    existing = find(client, node, items)
     if existing is not None:
         if name and existing["metadata"]["name"] != name:
             raise RefusedError(f"a NodeMaintenance for node {node} already exists "

@@ -2,7 +2,8 @@
 
 The role waits for this after the work hooks (a node that was rebooted or upgraded comes
 back NotReady for a while). The kubelet's status updates arrive as watch events, so the wait
-ends at the first one that says Ready, and costs one list and one watch however long it lasts.
+ends at the first one that says Ready, and costs one list and one watch however long it
+lasts; a node already Ready costs the list alone.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, Optional
 
+from .. import validation
 from ..api.client import Client
-from ..api.waiter import Watcher, wait_until
+from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import RefusedError, WaitTimeout
 from .marks import is_ready
-from .taints import read_node
 
 
 def ready_condition(node: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -38,10 +39,18 @@ def not_ready_text(name: str, node: Optional[Dict[str, Any]]) -> str:
 def wait_ready(client: Client, name: str, timeout: float,
                clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
     """The node once its Ready condition is True; WaitTimeout after ``timeout`` seconds,
-    RefusedError when there is no such node or it is deleted meanwhile."""
-    read_node(client, name)  # a missing node is refused at once, by name, as everywhere
+    RefusedError when there is no such node or it is deleted meanwhile. A node Ready at
+    once costs the one list; the watch starts from that list only when it is not."""
+    validation.node_name(name)  # '' or '..' would list other nodes
+    query = {"fieldSelector": f"metadata.name={name}"}
+    listing = list_objects(client, "/api/v1/nodes", query)
+    found = listing.get("items") or []
+    if not found:
+        raise RefusedError(f'node "{name}" not found in cluster')  # as everywhere a node is read
+    if is_ready(found[0]):
+        return found[0]
     key = f"/{name}"
-    with Watcher(client, "/api/v1/nodes", {"fieldSelector": f"metadata.name={name}"}) as watcher:
+    with Watcher(client, "/api/v1/nodes", query, initial=listing) as watcher:
         def check() -> Optional[Dict[str, Any]]:
             node = watcher.objects.get(key)
             if node is None:

@@ -59,6 +59,19 @@ def cluster_env() -> Dict[str, str]:
 DRAIN_TASK = "Drain | Evict the pods (PodDisruptionBudgets respected)"  # the role's drain task
 
 
+def requests_by_task(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
+    """What each task asked of the API server, summed over hosts, from the modules' own
+    ``api_requests_by`` (``verb resource``): where a rollout's requests go."""
+    found: Dict[str, Dict[str, int]] = {}
+    for record in records:
+        counts = (record.get("result") or {}).get("api_requests_by")
+        if isinstance(counts, dict) and counts:
+            task = found.setdefault(record.get("task", "?"), {})
+            for what, count in counts.items():
+                task[what] = task.get(what, 0) + int(count)
+    return found
+
+
 @dataclass
 class Tools:
     cluster: Dict[str, str]
@@ -103,6 +116,7 @@ class Tools:
             records = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
         run.extra["records"] = records
         run.extra["tasks"] = len(records)
+        run.extra["requests_by_task"] = requests_by_task(records)
         run.extra["slowest_tasks"] = slowest_tasks(run.stdout)
         return run
 

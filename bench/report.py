@@ -50,6 +50,9 @@ def table(rows: List[Row]) -> str:
         if r.scenario == "B5" and r.extra.get("control_plane_rss_mib"):
             note = (note + "; " if note else "") + f"world built in {r.extra.get('world_built_s')} s, " + ", ".join(
                 f"{k} {v} MiB" for k, v in r.extra["control_plane_rss_mib"].items())
+            note += f", node lease {r.extra.get('node_lease_s')} s"
+            load = (r.extra.get("loadavg_before_after") or [[None]])[0][0]
+            note += f", load {load}" if load is not None else ""
         if r.scenario in ("B4", "B6") and r.extra.get("drain_attempts"):
             note = (note + "; " if note else "") + f"{r.extra['drain_attempts']} drain attempts"
         lines.append([r.scenario, r.case, LABELS.get(r.tool, r.tool), _num(r.wall), _num(module), _num(r.requests),

@@ -95,6 +95,12 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--scale", help="B5's cluster sizes, e.g. 50,5000 (issue 17's; default 50,500); "
                                         "5,000 nodes need about 2 GiB for the local API server and etcd")
     parser.add_argument("--scale-pods", type=int, help="B5's pods a node (default 10)")
+    parser.add_argument("--scale-inventory", type=int, metavar="N",
+                        help="B5 also runs the Ansible tools with an inventory of N hosts on the larger worlds "
+                             "(the cluster as large, the inventory not): what ansible-playbook's own handling "
+                             "of a 5,000-host inventory costs")
+    parser.add_argument("--scale-repeat", type=int, help="B5's runs of each tool a size, taking turns, each on a "
+                                                         "node of its own; the table gives the median (default 1)")
     parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one)")
     parser.add_argument("--heartbeat", type=int, metavar="S",
                         help="B5 (and --world) with the fake nodes' lease stretched to S seconds: kwok and the "
@@ -138,6 +144,10 @@ def main(argv: List[str]) -> int:
         sizes.scale = [int(x) for x in args.scale.split(",") if x.strip()]
     if args.scale_pods:
         sizes.scale_pods = args.scale_pods
+    if args.scale_repeat:
+        sizes.scale_repeat = args.scale_repeat
+    if args.scale_inventory:
+        sizes.scale_inventory = args.scale_inventory
     ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log,
                   tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None)
     if args.remove_worlds:

@@ -39,6 +39,8 @@ class Sizes:
     rollout_apps: int = 4  # B4: Deployments of one replica a worker, each behind a maxUnavailable 1 PDB
     scale: List[int] = field(default_factory=lambda: [50, 500])  # B5 cluster sizes (--scale 50,5000: issue 17's)
     scale_pods: int = 10  # B5: pods a node
+    scale_repeat: int = 1  # B5: runs of each tool a size (each on a node of its own); the row gives the median
+    scale_inventory: Optional[int] = None  # B5: also run the Ansible tools with an inventory of this many hosts
 
     @classmethod
     def quick(cls) -> Sizes:
@@ -455,6 +457,10 @@ def b5(ctx: Context) -> List[Row]:
     rows = []
     for size in ctx.sizes.scale:
         tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS if not ctx.skips(tool)]
+        cap = ctx.sizes.scale_inventory
+        small = [Row("B5", f"{size} nodes, {cap}-host inventory", tool, nodes=size)
+                 for tool in (NMO, K8S_DRAIN) if cap and cap < size and not ctx.skips(tool)]
+        tools_rows += small
         rows.extend(tools_rows)
         if ctx.out_of_time():
             for row in tools_rows:
@@ -472,27 +478,64 @@ def b5(ctx: Context) -> List[Row]:
             servers = control_plane_rss()
             ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in {built} s; "
                     "control plane RSS " + ", ".join(f"{k} {v} MiB" for k, v in servers.items()))
-            nodes = untouched_nodes(world, len(tools_rows) + 1, ctx.sizes.scale_pods)
-            reads = list_costs(world, nodes[0], repeat=3 if size <= 1000 else 1)  # 50,000 pods: 30 s a list
-            ctx.log(f"  B5 reads: {reads}")
+            repeat = max(1, ctx.sizes.scale_repeat)
+            nodes = untouched_nodes(world, len(tools_rows) * repeat + 1, ctx.sizes.scale_pods)
             for row in tools_rows:
-                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers, "list_costs": reads,
+                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers,
                                   "world_kept": bool(kept), "node_lease_s": node_lease_seconds()})
             inventory = write_inventory(ctx, world, world.nodes, "b5")
-            # every tool maintains another node of the same world: the nodes are alike
-            for row, node in zip(tools_rows, nodes[1:]):
+            turns = [row for _ in range(repeat) for row in tools_rows]
+            small_ids = {id(row) for row in small}
+            plan = list(zip(turns, nodes[1:]))  # a node for every run
+            small_inventory = inventory
+            if small and cap:
+                # the nodes maintained, then others up to the cap: the cluster is as large, the inventory is not
+                few = list(dict.fromkeys([n for r, n in plan if id(r) in small_ids] + world.nodes))[:cap]
+                small_inventory = write_inventory(ctx, world, few, f"b5-{cap}")
+            # every run maintains another node of the same world (the nodes are alike); the
+            # tools take turns, so that a noisy moment of the shared machine is spread over them
+            runs: Dict[int, List[Row]] = {id(row): [] for row in tools_rows}
+            for row, node in plan:
                 if ctx.out_of_time():
-                    row.note = SKIPPED
                     continue
-                row.pods = ctx.sizes.scale_pods
-                row.extra["node"] = node
-                measured(ctx, row, lambda t=row.tool, n=node, i=inventory: ctx.tools.rollout(t, i, n, 900, node=n))
-                row.extra["left_cordoned"] = unschedulable(world, node)
+                one = Row("B5", row.case, row.tool, nodes=size, pods=ctx.sizes.scale_pods)
+                one.extra["node"] = node
+                hosts = small_inventory if id(row) in small_ids else inventory
+                measured(ctx, one, lambda t=row.tool, n=node, i=hosts: ctx.tools.rollout(t, i, n, 900, node=n))
+                one.extra["left_cordoned"] = unschedulable(world, node)
+                runs[id(row)].append(one)
+            for row in tools_rows:
+                median_of(row, runs[id(row)])
+            for row in tools_rows:
                 row.extra["control_plane_rss_mib_after"] = control_plane_rss()
+            # after the tools: a list of every pod keeps the API server busy for a while after it
+            reads = list_costs(world, nodes[0], repeat=3 if size <= 1000 else 1)  # 50,000 pods: 10-30 s a list
+            ctx.log(f"  B5 reads: {reads}")
+            for row in tools_rows:
+                row.extra["list_costs"] = reads
         finally:
             if not kept:
                 remove_big_world(ctx, world)
     return rows
+
+
+def median_of(row: Row, runs: List[Row]) -> None:
+    """``row`` becomes the run of median wall time; every run's wall time, requests and peak
+    are kept beside it, and the peak RSS is the largest of all runs."""
+    done = sorted((r for r in runs if r.wall is not None), key=lambda r: r.wall or 0.0)
+    if not done:
+        row.note = row.note or SKIPPED
+        return
+    mid = done[(len(done) - 1) // 2]
+    extra = {**row.extra, **mid.extra}
+    row.wall, row.requests, row.rc, row.pods, row.note = mid.wall, mid.requests, mid.rc, mid.pods, mid.note
+    row.peak_rss_mib = max(r.peak_rss_mib or 0.0 for r in done)
+    row.extra = extra
+    if len(runs) > 1:
+        row.extra["runs"] = [{"wall": r.wall, "requests": r.requests, "peak_rss_mib": r.peak_rss_mib, "rc": r.rc,
+                              "load": (r.extra.get("loadavg_before_after") or [[None]])[0][0]} for r in runs]
+        row.note = (row.note + "; " if row.note else "") + f"median of {len(done)}: " + ", ".join(
+            f"{r.wall}" for r in runs)
 
 
 def node_lease_seconds() -> Optional[int]:

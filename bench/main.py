@@ -77,13 +77,13 @@ def heartbeat(seconds: Optional[int]) -> Iterator[None]:
         log(f"  heartbeat: the nodes' lease is {before} s (kwok --node-lease-duration-seconds)")
         yield
         return
-    log(f"  heartbeat: the nodes' lease stretched from {before} s to {seconds} s for this run")
+    log(f"  heartbeat: the nodes' lease set from {before} s to {seconds} s for this run")
     set_node_lease(seconds, lengthen=before is None or seconds > before)
     try:
         yield
     finally:
         log(f"  heartbeat: the nodes' lease back to {before or 40} s")
-        set_node_lease(before or 40, lengthen=False)
+        set_node_lease(before or 40, lengthen=(before or 40) > seconds)
 
 
 def main(argv: List[str]) -> int:

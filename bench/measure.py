@@ -26,11 +26,14 @@ import psutil
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def become_subreaper() -> bool:
-    """Orphaned descendants (daemonized async jobs) are re-parented to this process."""
+def become_subreaper(on: bool = True) -> bool:
+    """Orphaned descendants (daemonized async jobs) are re-parented to this process.
+    Off while this process starts something that must outlive it unwatched (the cluster's
+    components, which hack/cluster detaches): adopted, they would be zombies when they
+    exit, as nothing here reaps them, and `hack/cluster stop` would wait on them forever."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
@@ -154,6 +157,9 @@ class TreeSampler(threading.Thread):
         self.peak: Dict[int, Tuple[str, int]] = {}
         self.peak_total = 0
         self._stop_event = threading.Event()
+        # Descendants from before the run are not the tool's: the cluster's components that
+        # bench/run restarted (hack/cluster detaches them, and this subreaper adopts them).
+        self.before = {p.pid for p in psutil.Process().children(recursive=True)}
 
     def run(self) -> None:
         me = psutil.Process()
@@ -165,6 +171,8 @@ class TreeSampler(threading.Thread):
             except psutil.Error:
                 children = []
             for proc in children:
+                if proc.pid in self.before:
+                    continue
                 try:
                     if proc.cmdline() == mine:
                         continue  # a child not yet exec'd: still a copy of this harness

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import yaml
-from measure import Run, run_measured
+from measure import Run, become_subreaper, run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -62,11 +62,15 @@ def set_node_lease(seconds: int, lengthen: bool) -> None:
     shrinks last, so that no node is judged NotReady in between."""
     order = ["kube-controller-manager", "kwok"] if lengthen else ["kwok", "kube-controller-manager"]
     env = {**os.environ, "NMO_CLUSTER_NODE_LEASE_SECONDS": str(seconds)}
-    for component in order:
-        subprocess.run([str(ROOT / "hack" / "cluster"), "restart", component], env=env, check=True,
-                       capture_output=True, text=True)
-        if component == "kwok":
-            wait_node_leases(env["KUBECONFIG"] if "KUBECONFIG" in env else cluster_env()["KUBECONFIG"], seconds)
+    become_subreaper(False)  # the restarted components are the cluster's, not this harness's children
+    try:
+        for component in order:
+            subprocess.run([str(ROOT / "hack" / "cluster"), "restart", component], env=env, check=True,
+                           capture_output=True, text=True)
+            if component == "kwok":
+                wait_node_leases(env["KUBECONFIG"] if "KUBECONFIG" in env else cluster_env()["KUBECONFIG"], seconds)
+    finally:
+        become_subreaper(True)
 
 
 def wait_node_leases(kubeconfig: str, seconds: int, timeout: float = 300) -> None:

@@ -1,6 +1,9 @@
 """bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8).
 
-    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [B1 B2 B3 B4 B5 B6]
+    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [--heartbeat S] [B1 .. B6]
+    bench/run --world 5000 [--heartbeat S]   build a B5 world and keep it (B5 then uses it); the
+                                              stretched heartbeat stays while it is kept
+    bench/run --remove-worlds                 remove the kept worlds, the heartbeat back to 40 s
 
 Run it through bench/run, which prepares bench/.venv and the import paths.
 """
@@ -12,15 +15,26 @@ import json
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List, Optional
 
 from measure import AuditLog, become_subreaper, machine
 from report import add_ratios, table, targets, targets_text
-from scenarios import SCENARIOS, Context, Row, Sizes
-from tools import ROOT, Tools, cluster_env
+from scenarios import (
+    SCENARIOS,
+    Context,
+    Row,
+    Sizes,
+    build_world,
+    control_plane_rss,
+    kept_worlds,
+    node_lease_seconds,
+    remove_big_world,
+)
+from tools import ROOT, Tools, cluster_env, set_node_lease
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
 
@@ -48,6 +62,30 @@ def cluster_size(client: Any) -> Dict[str, int]:
     return {"nodes": len(nodes), "pods": count}
 
 
+def auto_heartbeat(sizes: List[int]) -> Optional[int]:
+    """The fake nodes' lease B5 uses unless told: stretched to 600 s above 1,000 nodes.
+    5,000 kwok nodes renewing every 10 s are 500 writes a second, which a real control plane
+    is sized for and this 2-core rig is not; 600 s makes that 33 a second."""
+    return 600 if max(sizes, default=0) > 1000 else None
+
+
+@contextmanager
+def heartbeat(seconds: Optional[int]) -> Iterator[None]:
+    """kwok and the controller manager with the nodes' lease at ``seconds`` inside the block."""
+    before = node_lease_seconds()
+    if not seconds or seconds == before:
+        log(f"  heartbeat: the nodes' lease is {before} s (kwok --node-lease-duration-seconds)")
+        yield
+        return
+    log(f"  heartbeat: the nodes' lease set from {before} s to {seconds} s for this run")
+    set_node_lease(seconds, lengthen=before is None or seconds > before)
+    try:
+        yield
+    finally:
+        log(f"  heartbeat: the nodes' lease back to {before or 40} s")
+        set_node_lease(before or 40, lengthen=(before or 40) > seconds)
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("scenarios", nargs="*", metavar="B1..B6", help="scenarios to run (default: all)")
@@ -57,7 +95,21 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--scale", help="B5's cluster sizes, e.g. 50,5000 (issue 17's; default 50,500); "
                                         "5,000 nodes need about 2 GiB for the local API server and etcd")
     parser.add_argument("--scale-pods", type=int, help="B5's pods a node (default 10)")
+    parser.add_argument("--scale-inventory", type=int, metavar="N",
+                        help="B5 also runs the Ansible tools with an inventory of N hosts on the larger worlds "
+                             "(the cluster as large, the inventory not): what ansible-playbook's own handling "
+                             "of a 5,000-host inventory costs")
+    parser.add_argument("--scale-repeat", type=int, help="B5's runs of each tool a size, taking turns, each on a "
+                                                         "node of its own; the table gives the median (default 1)")
     parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one)")
+    parser.add_argument("--heartbeat", type=int, metavar="S",
+                        help="B5 (and --world) with the fake nodes' lease stretched to S seconds: kwok and the "
+                             "controller manager are restarted with it (hack/cluster NMO_CLUSTER_NODE_LEASE_SECONDS) "
+                             "and restored after. Default: 600 when a B5 size is above 1,000 nodes (the 2-core "
+                             "rig cannot take 5,000 kwok nodes renewing every 10 s besides the run measured)")
+    parser.add_argument("--world", type=int, metavar="N", help="build a B5 world of N nodes and keep it; "
+                                                                   "B5 uses a kept world of its size")
+    parser.add_argument("--remove-worlds", action="store_true", help="remove the kept B5 worlds")
     args = parser.parse_args(argv)
     chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
@@ -92,8 +144,33 @@ def main(argv: List[str]) -> int:
         sizes.scale = [int(x) for x in args.scale.split(",") if x.strip()]
     if args.scale_pods:
         sizes.scale_pods = args.scale_pods
+    if args.scale_repeat:
+        sizes.scale_repeat = args.scale_repeat
+    if args.scale_inventory:
+        sizes.scale_inventory = args.scale_inventory
     ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log,
                   tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None)
+    if args.remove_worlds:
+        for world, _meta in kept_worlds(ctx):
+            log(f"removing the kept world {world.id} ({len(world.nodes)} nodes)")
+            remove_big_world(ctx, world)
+        if (node_lease_seconds() or 40) != 40:
+            log("the nodes' lease back to 40 s")
+            set_node_lease(40, lengthen=False)
+        return 0
+    if args.world:
+        # The stretched heartbeat stays while the world is kept: at 40 s its nodes' leases
+        # alone would keep the rig busy (bench/run --remove-worlds restores it).
+        lease = args.heartbeat or auto_heartbeat([args.world])
+        if lease and lease != node_lease_seconds():
+            log(f"  heartbeat: the nodes' lease stretched to {lease} s while the world is kept")
+            set_node_lease(lease, lengthen=lease > (node_lease_seconds() or 40))
+        t0 = time.monotonic()
+        world, built = build_world(ctx, args.world, keep=True)
+        log(f"kept world {world.id}: {args.world} nodes, {args.world * sizes.scale_pods} pods, built in {built} s "
+            f"(load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}); "
+            f"control plane RSS {control_plane_rss()}; nodes' lease {node_lease_seconds()} s")
+        return 0
     started = datetime.now(timezone.utc)
     before = cluster_size(client)
 
@@ -102,7 +179,11 @@ def main(argv: List[str]) -> int:
         log(f"{name} ...")
         t0 = time.monotonic()
         try:
-            rows.extend(SCENARIOS[name](ctx))
+            if name == "B5":
+                with heartbeat(args.heartbeat or auto_heartbeat(sizes.scale)):
+                    rows.extend(SCENARIOS[name](ctx))
+            else:
+                rows.extend(SCENARIOS[name](ctx))
         except Exception as exc:  # one scenario's broken world does not lose the others' figures
             log(f"  {name} failed: {type(exc).__name__}: {exc}")
             rows.append(Row(name, "-", "-", note=f"scenario failed: {exc}"))

@@ -50,6 +50,9 @@ def table(rows: List[Row]) -> str:
         if r.scenario == "B5" and r.extra.get("control_plane_rss_mib"):
             note = (note + "; " if note else "") + f"world built in {r.extra.get('world_built_s')} s, " + ", ".join(
                 f"{k} {v} MiB" for k, v in r.extra["control_plane_rss_mib"].items())
+            note += f", node lease {r.extra.get('node_lease_s')} s"
+            load = (r.extra.get("loadavg_before_after") or [[None]])[0][0]
+            note += f", load {load}" if load is not None else ""
         if r.scenario in ("B4", "B6") and r.extra.get("drain_attempts"):
             note = (note + "; " if note else "") + f"{r.extra['drain_attempts']} drain attempts"
         lines.append([r.scenario, r.case, LABELS.get(r.tool, r.tool), _num(r.wall), _num(module), _num(r.requests),
@@ -128,10 +131,12 @@ def targets(rows: List[Row]) -> List[Dict[str, Any]]:
         found.append(_check("B4", "orchestration overhead per node", ours.extra.get("overhead_per_node"), 2.0, unit=" s"))
         found.append(_check("B4", "total / the k8s_drain playbook's", _ratio(ours, _find(rows, "B4", K8S_DRAIN)), 0.5))
     scale = [r for r in rows if r.scenario == "B5" and r.tool == NMO and r.wall is not None and not r.rc]
-    if len(scale) >= 2:
-        small, big = scale[0], scale[-1]
-        found.append(_check("B5", f"per-node cost at {big.case} / at {small.case}", big.wall / small.wall, 1.2))
-        found.append(_check("B5", f"peak RSS at {big.case}", big.peak_rss_mib, 100, unit=" MiB"))
+    whole = [r for r in scale if "inventory" not in r.case]
+    if len(whole) >= 2:
+        small = whole[0]
+        for big in [whole[-1]] + [r for r in scale if "inventory" in r.case]:
+            found.append(_check("B5", f"per-node cost at {big.case} / at {small.case}", big.wall / small.wall, 1.2))
+            found.append(_check("B5", f"peak RSS at {big.case}", big.peak_rss_mib, 100, unit=" MiB"))
     ours = _find(rows, "B6", NMO)
     if ours and ours.requests is not None and not ours.rc:
         over = ours.extra["requests_per_node"] - ours.extra["pods_per_node"]

@@ -6,6 +6,7 @@ world has its own node names, namespace and maintenance slots, as the cluster is
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -22,6 +23,9 @@ from topology import KWOK_ANNOTATION, WORKER_ROLE, WORLD_LABEL, World, node_read
 DRAIN_TOOLS = [NMO, KUBECTL, K8S_DRAIN]
 
 SKIPPED = "skipped: out of time"
+KEPT_LABEL = "nmo.bench/kept-nodes"  # on a kept B5 world's namespace: its node count
+KEPT_PODS = "nmo.bench/pods-a-node"
+KEPT_BUILT = "nmo.bench/built-s"  # set once the world is complete: how long it took
 
 
 @dataclass
@@ -35,6 +39,8 @@ class Sizes:
     rollout_apps: int = 4  # B4: Deployments of one replica a worker, each behind a maxUnavailable 1 PDB
     scale: List[int] = field(default_factory=lambda: [50, 500])  # B5 cluster sizes (--scale 50,5000: issue 17's)
     scale_pods: int = 10  # B5: pods a node
+    scale_repeat: int = 1  # B5: runs of each tool a size (each on a node of its own); the row gives the median
+    scale_inventory: Optional[int] = None  # B5: also run the Ansible tools with an inventory of this many hosts
 
     @classmethod
     def quick(cls) -> Sizes:
@@ -95,7 +101,9 @@ def new_world(ctx: Context) -> World:
 
 def measured(ctx: Context, row: Row, run: Callable[[], Run]) -> Run:
     mark = ctx.audit.mark()
+    load_before = [round(x, 2) for x in os.getloadavg()]
     result = run()
+    row.extra["loadavg_before_after"] = [load_before, [round(x, 2) for x in os.getloadavg()]]
     requests = ctx.audit.requests(mark, [USERS[row.tool]])[USERS[row.tool]]
     row.wall = round(result.wall, 2)
     row.requests = requests.total
@@ -109,7 +117,8 @@ def measured(ctx: Context, row: Row, run: Callable[[], Run]) -> Run:
         tail = (result.extra.get("msg") or result.stderr.strip() or result.stdout.strip())
         row.note = f"rc={result.rc}: " + str(tail).splitlines()[-1][:160] if tail else f"rc={result.rc}"
     ctx.log(f"  {row.scenario} {row.case} {row.tool}: {row.wall} s, {row.requests} requests, "
-            f"{row.peak_rss_mib} MiB{' (' + row.note + ')' if row.note else ''}")
+            f"{row.peak_rss_mib} MiB{' (' + row.note + ')' if row.note else ''}; load {load_before[0]}; "
+            f"largest {row.extra.get('largest_processes_mib')}")
     return result
 
 
@@ -307,7 +316,7 @@ def add_nodes_parallel(world: World, count: int, workers: int = 16) -> List[str]
             t.get("key", "").startswith("node.kubernetes.io/not-ready") for t in n.get("spec", {}).get("taints") or [])]
         return len(ready) >= count
 
-    wait_for(all_ready, 300, f"{count} nodes Ready", interval=1.0)
+    wait_for(all_ready, max(300, count // 5), f"{count} nodes Ready", interval=1.0 if count <= 500 else 5.0)
     return names
 
 
@@ -330,7 +339,7 @@ def add_pods_parallel(world: World, nodes: List[str], per_node: int, workers: in
                                    {"fieldSelector": "status.phase!=Running", "limit": 1}).get("items", [])
         return not waiting
 
-    wait_for(running, 600, f"{total} pods Running", interval=2.0)
+    wait_for(running, max(600, total // 40), f"{total} pods Running", interval=2.0)
     return total
 
 
@@ -393,42 +402,154 @@ def _delete_quietly(world: World, path: str) -> None:
             raise
 
 
+def build_world(ctx: Context, size: int, keep: bool = False) -> Tuple[World, float]:
+    """B5's world: ``size`` kwok nodes with ``scale_pods`` bare pods each. A kept world's
+    namespace says so (KEPT_LABEL, with its build time) and later runs use it."""
+    world = new_world(ctx)
+    t0 = time.monotonic()
+    if keep:  # labelled before the nodes come, so that an interrupted build can be found and removed
+        ctx.client.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": world.namespace, "labels": {WORLD_LABEL: world.id, KEPT_LABEL: str(size)},
+            "annotations": {KEPT_PODS: str(ctx.sizes.scale_pods)}}})
+    nodes = add_nodes_parallel(world, size)
+    add_pods_parallel(world, nodes, ctx.sizes.scale_pods)
+    built = round(time.monotonic() - t0)
+    if keep:
+        ctx.client.patch(f"/api/v1/namespaces/{world.namespace}",
+                         {"metadata": {"annotations": {KEPT_BUILT: str(built)}}}, "merge")
+    return world, built
+
+
+def kept_worlds(ctx: Context, size: Optional[int] = None) -> List[Tuple[World, Dict[str, Any]]]:
+    """Worlds left by ``bench/run --world N`` (complete ones only when ``size`` is given)."""
+    selector = KEPT_LABEL + (f"={size}" if size else "")
+    found = []
+    for ns in ctx.client.get("/api/v1/namespaces", {"labelSelector": selector}).get("items", []):
+        meta = ns["metadata"]
+        if size and (KEPT_BUILT not in (meta.get("annotations") or {})
+                     or meta.get("deletionTimestamp")
+                     or int(meta["annotations"].get(KEPT_PODS, 0)) != ctx.sizes.scale_pods):
+            continue
+        world = World(ctx.client, prefix=meta["labels"][WORLD_LABEL])
+        count = int(meta["labels"][KEPT_LABEL])
+        world.nodes = [world.node_name("worker", i) for i in range(1, count + 1)]
+        world._namespace_made = True
+        found.append((world, meta))
+    return found
+
+
+def untouched_nodes(world: World, count: int, pods: int) -> List[str]:
+    """Nodes of a kept world that an earlier run has not maintained: schedulable, pods all there."""
+    found = []
+    for node in reversed(world.nodes):
+        if len(found) == count:
+            break
+        if unschedulable(world, node):
+            continue
+        mine = world.client.get(f"/api/v1/namespaces/{world.namespace}/pods",
+                                {"fieldSelector": f"spec.nodeName={node}"}).get("items", [])
+        if len(mine) == pods:
+            found.append(node)
+    return found
+
+
 def b5(ctx: Context) -> List[Row]:
     rows = []
     for size in ctx.sizes.scale:
         tools_rows = [Row("B5", f"{size} nodes", tool, nodes=size) for tool in DRAIN_TOOLS if not ctx.skips(tool)]
+        cap = ctx.sizes.scale_inventory
+        small = [Row("B5", f"{size} nodes, {cap}-host inventory", tool, nodes=size)
+                 for tool in (NMO, K8S_DRAIN) if cap and cap < size and not ctx.skips(tool)]
+        tools_rows += small
         rows.extend(tools_rows)
         if ctx.out_of_time():
             for row in tools_rows:
                 row.note = SKIPPED
             continue
-        world = new_world(ctx)
+        kept = kept_worlds(ctx, size)
+        if kept:
+            world, meta = kept[0]
+            built = int(meta["annotations"][KEPT_BUILT])
+            ctx.log(f"  B5 uses the kept world {world.id} of {size} nodes (bench/run --world {size}; "
+                    "bench/run --remove-worlds removes it)")
+        else:
+            world, built = build_world(ctx, size)
         try:
-            t0 = time.monotonic()
-            nodes = add_nodes_parallel(world, size)
-            add_pods_parallel(world, nodes, ctx.sizes.scale_pods)
-            built = round(time.monotonic() - t0)
             servers = control_plane_rss()
             ctx.log(f"  B5 world of {size} nodes and {size * ctx.sizes.scale_pods} pods built in {built} s; "
                     "control plane RSS " + ", ".join(f"{k} {v} MiB" for k, v in servers.items()))
-            reads = list_costs(world, nodes[-1])
+            repeat = max(1, ctx.sizes.scale_repeat)
+            nodes = untouched_nodes(world, len(tools_rows) * repeat + 1, ctx.sizes.scale_pods)
+            for row in tools_rows:
+                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers,
+                                  "world_kept": bool(kept), "node_lease_s": node_lease_seconds()})
+            inventory = write_inventory(ctx, world, world.nodes, "b5")
+            turns = [row for _ in range(repeat) for row in tools_rows]
+            small_ids = {id(row) for row in small}
+            plan = list(zip(turns, nodes[1:]))  # a node for every run
+            small_inventory = inventory
+            if small and cap:
+                # the nodes maintained, then others up to the cap: the cluster is as large, the inventory is not
+                few = list(dict.fromkeys([n for r, n in plan if id(r) in small_ids] + world.nodes))[:cap]
+                small_inventory = write_inventory(ctx, world, few, f"b5-{cap}")
+            # every run maintains another node of the same world (the nodes are alike); the
+            # tools take turns, so that a noisy moment of the shared machine is spread over them
+            runs: Dict[int, List[Row]] = {id(row): [] for row in tools_rows}
+            for row, node in plan:
+                if ctx.out_of_time():
+                    continue
+                one = Row("B5", row.case, row.tool, nodes=size, pods=ctx.sizes.scale_pods)
+                one.extra["node"] = node
+                hosts = small_inventory if id(row) in small_ids else inventory
+                measured(ctx, one, lambda t=row.tool, n=node, i=hosts: ctx.tools.rollout(t, i, n, 900, node=n))
+                one.extra["left_cordoned"] = unschedulable(world, node)
+                runs[id(row)].append(one)
+            for row in tools_rows:
+                median_of(row, runs[id(row)])
+            for row in tools_rows:
+                row.extra["control_plane_rss_mib_after"] = control_plane_rss()
+            # after the tools: a list of every pod keeps the API server busy for a while after it
+            reads = list_costs(world, nodes[0], repeat=3 if size <= 1000 else 1)  # 50,000 pods: 10-30 s a list
             ctx.log(f"  B5 reads: {reads}")
             for row in tools_rows:
-                row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers, "list_costs": reads})
-            inventory = write_inventory(ctx, world, nodes, "b5")
-            # every tool maintains another node of the same world: the nodes are alike
-            for row, node in zip(tools_rows, nodes):
-                if ctx.out_of_time():
-                    row.note = SKIPPED
-                    continue
-                row.pods = ctx.sizes.scale_pods
-                row.extra["node"] = node
-                measured(ctx, row, lambda t=row.tool, n=node, i=inventory: ctx.tools.rollout(t, i, n, 900, node=n))
-                row.extra["left_cordoned"] = unschedulable(world, node)
-                row.extra["control_plane_rss_mib_after"] = control_plane_rss()
+                row.extra["list_costs"] = reads
         finally:
-            remove_big_world(ctx, world)
+            if not kept:
+                remove_big_world(ctx, world)
     return rows
+
+
+def median_of(row: Row, runs: List[Row]) -> None:
+    """``row`` becomes the run of median wall time; every run's wall time, requests and peak
+    are kept beside it, and the peak RSS is the largest of all runs."""
+    done = sorted((r for r in runs if r.wall is not None), key=lambda r: r.wall or 0.0)
+    if not done:
+        row.note = row.note or SKIPPED
+        return
+    mid = done[(len(done) - 1) // 2]
+    extra = {**row.extra, **mid.extra}
+    row.wall, row.requests, row.rc, row.pods, row.note = mid.wall, mid.requests, mid.rc, mid.pods, mid.note
+    row.peak_rss_mib = max(r.peak_rss_mib or 0.0 for r in done)
+    row.extra = extra
+    if len(runs) > 1:
+        row.extra["runs"] = [{"wall": r.wall, "requests": r.requests, "peak_rss_mib": r.peak_rss_mib, "rc": r.rc,
+                              "load": (r.extra.get("loadavg_before_after") or [[None]])[0][0]} for r in runs]
+        row.note = (row.note + "; " if row.note else "") + f"median of {len(done)}: " + ", ".join(
+            f"{r.wall}" for r in runs)
+
+
+def node_lease_seconds() -> Optional[int]:
+    """The fake nodes' heartbeat: --node-lease-duration-seconds of this checkout's kwok."""
+    import psutil
+    from tools import ROOT
+
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmdline = proc.info.get("cmdline") or []
+        if proc.info.get("name") == "kwok" and any(str(ROOT) in a for a in cmdline):
+            for flag, value in zip(cmdline, cmdline[1:]):
+                if flag == "--node-lease-duration-seconds":
+                    return int(value)
+    return None
 
 
 SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import yaml
-from measure import Run, run_measured
+from measure import Run, become_subreaper, run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -54,6 +54,41 @@ def cluster_env() -> Dict[str, str]:
             key, value = line[len("export "):].split("=", 1)
             found[key] = value.strip("'\"")
     return found
+
+
+def set_node_lease(seconds: int, lengthen: bool) -> None:
+    """Restart kwok and the controller manager with the nodes' lease at ``seconds`` (hack/cluster
+    NMO_CLUSTER_NODE_LEASE_SECONDS). The controller manager's grace period grows first and
+    shrinks last, so that no node is judged NotReady in between."""
+    order = ["kube-controller-manager", "kwok"] if lengthen else ["kwok", "kube-controller-manager"]
+    env = {**os.environ, "NMO_CLUSTER_NODE_LEASE_SECONDS": str(seconds)}
+    become_subreaper(False)  # the restarted components are the cluster's, not this harness's children
+    try:
+        for component in order:
+            subprocess.run([str(ROOT / "hack" / "cluster"), "restart", component], env=env, check=True,
+                           capture_output=True, text=True)
+            if component == "kwok":
+                wait_node_leases(env["KUBECONFIG"] if "KUBECONFIG" in env else cluster_env()["KUBECONFIG"], seconds)
+    finally:
+        become_subreaper(True)
+
+
+def wait_node_leases(kubeconfig: str, seconds: int, timeout: float = 300) -> None:
+    """Until kwok holds a Lease of ``seconds`` for every node (hack/cluster deleted the old
+    ones): only then may the controller manager's grace period shrink."""
+    from topology import wait_for
+
+    from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
+
+    client = connect(ConnectionOptions(kubeconfig=kubeconfig))
+    page = client.get("/api/v1/nodes", {"limit": 1})
+    nodes = len(page.get("items") or []) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+    def renewed() -> bool:
+        leases = client.get("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases").get("items", [])
+        return sum(1 for lease in leases if (lease.get("spec") or {}).get("leaseDurationSeconds") == seconds) >= nodes
+
+    wait_for(renewed, timeout, f"a {seconds} s Lease for each of the {nodes} nodes", interval=2.0)
 
 
 DRAIN_TASK = "Drain | Evict the pods (PodDisruptionBudgets respected)"  # the role's drain task

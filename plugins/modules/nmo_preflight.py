@@ -133,9 +133,10 @@ elapsed:
 reads:
   description:
     - How the cluster was read. C(pods_of_judged_nodes) V(per node) or V(whole list);
-      C(every_node_listed) (false when no replacement needed a home and few nodes were judged);
-      C(nodes_read); C(candidate_nodes_read), the nodes whose pods were read to judge capacity, at most
-      C(candidate_read_limit) (0 when the nodes were not listed).
+      C(every_node_listed) (false when few nodes were judged and no replacement needed a home, or
+      when the first pages of the node list held enough candidate homes);
+      C(nodes_read), the nodes read (judged and listed); C(candidate_nodes_read), the nodes whose pods
+      were read to judge capacity, at most C(candidate_read_limit) (0 when the nodes were not listed).
   returned: always
   type: dict
 api_requests:

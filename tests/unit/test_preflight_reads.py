@@ -150,3 +150,55 @@ def test_requests_are_counted_by_kind_as_the_audit_log_names_them() -> None:
     assert request_kind("GET", "/api/v1/namespaces") == "list namespaces"
     assert request_kind("GET", "/api/v1/namespaces/default") == "get namespaces"
     assert request_kind("GET", "/version") == "get /version"
+
+
+def paged(nodes: List[Dict[str, Any]], pods: List[Dict[str, Any]], judged: List[str], size: int,
+          limit: int = 0) -> tuple:
+    """As ``partial``, but the nodes not judged are listed ``size`` at a time, as a large
+    cluster's would be (Snapshot.read: one judged node); ``asked`` records the list requests."""
+    full = partial(nodes, pods, judged, limit)
+    asked: List[Optional[str]] = []
+
+    def fetch(_limit: int, token: Optional[str]) -> Dict[str, Any]:
+        asked.append(token)
+        start = int(token or 0)
+        meta: Dict[str, Any] = {}
+        if start + size < len(nodes):
+            meta = {"continue": str(start + size), "remainingItemCount": len(nodes) - start - size}
+        return {"items": nodes[start:start + size], "metadata": meta}
+
+    snap = reads.Snapshot({n: full.nodes[n] for n in judged}, full.pods_by_node, full.budgets, reader=full.reader,
+                          parallelism=2, read_limit=limit, node_pages=reads.NodePages(fetch))
+    return snap, full, asked
+
+
+def capacity(snap: reads.Snapshot, judged: List[str]) -> List[Dict[str, Any]]:
+    reports, by_key = reports_for(snap, judged)
+    pf.judge_capacity(reports, by_key, snap, concurrency=1)
+    return [r.as_dict() for r in reports]
+
+
+def test_nodes_are_listed_only_as_far_as_a_chunk_of_candidate_homes() -> None:
+    nodes = [node(f"n{i:03d}") for i in range(1, 101)]
+    pods = [pod("a", "n001", cpu="1")] + [pod(f"f{i}", f"n{i:03d}", cpu="4") for i in range(2, 10)]
+    snap, full, asked = paged(nodes, pods, ["n001"], size=10)
+    assert capacity(snap, ["n001"]) == capacity(full, ["n001"])  # the same verdict, placement and reads
+    assert snap.reads == full.reads and len(snap.reads) == 16
+    # 20 nodes listed: 19 candidates (full or not, unknown until read), the first 16 read, 8 of them free
+    assert len(asked) == 2 and not snap.every_node_listed
+    assert snap.nodes_known == 20 and snap.node_count() == 100
+
+
+def test_a_pod_that_would_stay_pending_has_every_node_listed_and_counted() -> None:
+    nodes = [node(f"n{i:02d}") for i in range(1, 21)]
+    pods = [pod("a", "n01", cpu="1")] + [pod(f"f{i}", f"n{i:02d}", cpu="4") for i in range(2, 16)]
+    snap, full, asked = paged(nodes, pods, ["n01"], size=3, limit=5)
+    mine = capacity(snap, ["n01"])
+    assert mine == capacity(full, ["n01"]) and mine[0]["verdict"] == "no-go"
+    assert snap.every_node_listed and len(asked) == 7 and snap.reads == full.reads
+    assert "0/20 nodes can take it: 14 not judged" in mine[0]["blockers"][0]
+
+
+def test_nothing_is_listed_when_no_replacement_needs_a_home() -> None:
+    snap, _full, asked = paged([node("n1"), node("n2")], [pod("solo", "n1", owner=None)], ["n1"], size=1)
+    assert capacity(snap, ["n1"])[0]["verdict"] == "go" and asked == []

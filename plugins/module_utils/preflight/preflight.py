@@ -232,15 +232,26 @@ def _fits_statically(pod: Obj, room: Any, out: Any) -> bool:
 def place_batch(movers: List[Obj], rooms: List[Any], out: Any, snapshot: Snapshot) -> List[Placement]:
     """Place the batch's replacements; while some would stay Pending and unread nodes could
     take them, read those nodes' pods (growing chunks, within the snapshot's read limit)
-    and place again. ``rooms`` are the cluster as it is now (learnt rooms stay learnt)."""
+    and place again. ``rooms`` are the cluster as it is now (learnt rooms stay learnt):
+    ``snapshot.rooms()``, which lists further pages of nodes into it only until a chunk of
+    candidates is found, and to the end only when a pod would stay Pending (its message
+    counts every node). The nodes listed so far are the first in name order, so the
+    candidates read are those a listing of every node would give."""
     chunk = max(16, 2 * len(movers))
     while True:
         placements = place(movers, [room.copy() for room in rooms], out)
         pending_keys = {(pl.namespace, pl.name) for pl in placements if not pl.node}
-        if not pending_keys or not snapshot.left_to_read():
+        if not pending_keys:
             return placements
+        if not snapshot.left_to_read():
+            if snapshot.every_node_listed:
+                return placements
+            snapshot.all_rooms()
+            continue
         pending = [p for p in movers if (p["metadata"].get("namespace", ""), p["metadata"]["name"]) in pending_keys]
         wanted = candidates(rooms, pending, out, _fits_statically)
+        while len(wanted) < chunk and snapshot.more_rooms():
+            wanted = candidates(rooms, pending, out, _fits_statically)
         if not wanted:
             return placements
         snapshot.learn(wanted[:chunk])
@@ -315,7 +326,8 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
             "table": table(reports), "nodes": [r.as_dict() for r in reports],
             "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request,
-            "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.lister is None,
-                      "nodes_read": len(snapshot.nodes), "candidate_nodes_read": len(snapshot.reads),
+            "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.every_node_listed,
+                      "nodes_read": snapshot.nodes_known,
+                      "candidate_nodes_read": len(snapshot.reads),
                       "candidate_read_limit": snapshot.left_to_read() + len(snapshot.reads)
-                      if snapshot.lister is None else 0}}
+                      if snapshot.node_pages is None or snapshot.node_pages.listed else 0}}

@@ -1,10 +1,12 @@
 """What the pre-flight reads, scaled to the nodes it judges rather than to the cluster.
 
 - Nodes: one judged node, or a few (at most ``FEW``) that are a small share of the cluster
-  (counted with a one-item list), are read one by one; every node is listed (paginated)
-  only when capacity must be judged (a replacement needs a home) or when many nodes are
-  judged; each node is kept only as the fields the scheduler's node filters look
-  at (``slim_node``), so 5,000 nodes stay a few MiB.
+  (counted with a one-item list), are read one by one; the other nodes are then listed
+  only when capacity must be judged (a replacement needs a home), a page at a time
+  (``NodePages``) and only as far as placement needs: until enough candidate homes are
+  found, and to the end only when a replacement would stay Pending (its message counts
+  every node). Many judged nodes: every node is listed at once. Each node is kept only as
+  the fields the scheduler's node filters look at (``slim_node``).
 - Pods of the judged nodes: one ``fieldSelector=spec.nodeName=<node>`` list per node,
   or, when the judged nodes are a large share of the cluster, one paginated list of every
   pod (``whole_list_is_cheaper``), streamed page by page: the judged nodes' pods are kept,
@@ -88,6 +90,36 @@ def nodes_to_read(total: int) -> int:
     return max(100, int(total * percent / 100))
 
 
+class NodePages:
+    """Every node, listed a page at a time when asked (``fetch(limit, token)`` makes one list
+    request), each slimmed as its page arrives. The server lists nodes in name order, so
+    the nodes listed so far are the first ones of the whole sorted list."""
+
+    def __init__(self, fetch: Callable[[int, Optional[str]], Obj]) -> None:
+        self.fetch = fetch
+        self.token: Optional[str] = None
+        self.done = False
+        self.listed = 0
+        self.total: Optional[int] = None  # every node, once the first page said (remainingItemCount)
+
+    def next(self) -> List[Obj]:
+        if self.done:
+            return []
+        page = self.fetch(PAGE, self.token)
+        found = [slim_node(node) for node in page.get("items") or []]
+        meta = page.get("metadata") or {}
+        self.token = meta.get("continue") or None
+        self.done = self.token is None
+        if self.listed == 0:
+            remaining = meta.get("remainingItemCount")
+            if self.done:
+                self.total = len(found)
+            elif remaining is not None:
+                self.total = len(found) + int(remaining)
+        self.listed += len(found)
+        return found
+
+
 def count_nodes(client: Client) -> int:
     """How many nodes the cluster has, from one list of one node (``remainingItemCount``);
     a large number when the server does not say."""
@@ -165,12 +197,12 @@ class CountedBudgets(budgets.Budgets):
 class Snapshot:
     """The cluster as the pre-flight needs it.
 
-    ``nodes``: the nodes known so far, slimmed (every node once ``lister`` ran, or when
+    ``nodes``: the judged nodes, slimmed, or every node (when many are judged, or when
     built by hand); ``pods_by_node``: the pods of the judged nodes (of every node when built
     from full lists, as the unit tests do); ``requested``: the summed requests of nodes whose
     pods were counted but not kept; ``reader``: reads the pods of a node not read yet (None:
-    a node absent from both has no pods); ``lister``: lists every node (None: ``nodes`` is
-    every node already)."""
+    a node absent from both has no pods); ``node_pages``: lists the other nodes a page at a
+    time, as capacity needs them (None: ``nodes`` is every node already)."""
     nodes: Dict[str, Obj]
     pods_by_node: Dict[str, List[Obj]]
     budgets: budgets.Budgets
@@ -180,7 +212,8 @@ class Snapshot:
     read_limit: int = 0  # candidate nodes whose pods may still be read (0: nodes_to_read)
     reads: List[str] = field(default_factory=list)  # the candidate nodes read, in order
     how: str = "given"  # "per node" or "whole list"
-    lister: Optional[Callable[[], Dict[str, Obj]]] = None
+    node_pages: Optional[NodePages] = None  # the nodes not listed yet (None: ``nodes`` is every node)
+    _rooms: Optional[List[NodeRoom]] = None
 
     @classmethod
     def read(cls, client: Client, judged: Iterable[str], parallelism: int = 16) -> Snapshot:
@@ -194,6 +227,9 @@ class Snapshot:
                     found[slim["metadata"]["name"]] = slim
             return found
 
+        def node_page(limit: int, token: Optional[str]) -> Obj:
+            return client.get("/api/v1/nodes", {"limit": limit, "continue": token})
+
         def pods_of(name: str) -> List[Obj]:
             return list(items(client, PODS, {"fieldSelector": f"spec.nodeName={name}"}))
 
@@ -206,16 +242,16 @@ class Snapshot:
 
         pool = ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(names))), thread_name_prefix="nmo-read")
         with pool:
-            lister: Optional[Callable[[], Dict[str, Obj]]] = list_nodes
+            node_pages: Optional[NodePages] = NodePages(node_page)
             if len(names) == 1 or (len(names) <= FEW and not whole_list_is_cheaper(len(names), count_nodes(client))):
-                # a GET each; every node only if capacity needs them
+                # a GET each; the other nodes only as far as capacity needs them
                 nodes = {n["metadata"]["name"]: n for n in pool.map(judged_node, names) if n}
             else:
-                nodes, lister = list_nodes(), None
+                nodes, node_pages = list_nodes(), None
             wanted = [n for n in names if n in nodes]
             by_node: Dict[str, List[Obj]] = {n: [] for n in wanted}
             requested: Dict[str, Dict[str, int]] = {}
-            whole = lister is None and bool(wanted) and whole_list_is_cheaper(len(wanted), len(nodes))
+            whole = node_pages is None and bool(wanted) and whole_list_is_cheaper(len(wanted), len(nodes))
             if whole:
                 requested = {n: {r: 0 for r in RESOURCES} for n in nodes if n not in by_node}
                 for page in pages(client, PODS):
@@ -231,31 +267,68 @@ class Snapshot:
                 by_node = dict(zip(wanted, pool.map(pods_of, wanted)))
         pdbs = list(items(client, "/apis/policy/v1/poddisruptionbudgets"))
         return cls(nodes, by_node, CountedBudgets(client, pdbs), requested, None if whole else pods_of,
-                   parallelism, 0, how="whole list" if whole else "per node", lister=lister)
+                   parallelism, 0, how="whole list" if whole else "per node", node_pages=node_pages)
 
-    def all_nodes(self) -> Dict[str, Obj]:
-        """Every node: listed now if only the judged ones were read."""
-        if self.lister is not None:
-            self.nodes = self.lister()
-            self.lister = None
-        return self.nodes
+    @property
+    def every_node_listed(self) -> bool:
+        return self.node_pages is None or self.node_pages.done
+
+    @property
+    def nodes_known(self) -> int:
+        """The nodes read so far: the judged ones and those listed."""
+        return len(self._rooms) if self._rooms is not None else len(self.nodes)
+
+    def node_count(self) -> int:
+        """Every node of the cluster: said by the first page of the listing (listed to the end
+        when the server does not say)."""
+        if self.node_pages is None:
+            return len(self.nodes)
+        if self.node_pages.listed == 0:
+            self.more_rooms()
+        while self.node_pages.total is None and self.more_rooms():
+            pass
+        return self.node_pages.total if self.node_pages.total is not None else len(self.rooms())
+
+    def _room(self, name: str, node: Obj) -> NodeRoom:
+        if name in self.pods_by_node:
+            return node_room(node, self.pods_by_node[name])
+        room = node_room(node, [])
+        if name in self.requested:
+            room.requested = dict(self.requested[name])
+        elif self.reader is not None:
+            room.known = False
+        return room
 
     def rooms(self) -> List[NodeRoom]:
-        rooms = []
-        for name, node in sorted(self.all_nodes().items()):
-            if name in self.pods_by_node:
-                room = node_room(node, self.pods_by_node[name])
-            else:
-                room = node_room(node, [])
-                if name in self.requested:
-                    room.requested = dict(self.requested[name])
-                elif self.reader is not None:
-                    room.known = False
-            rooms.append(room)
-        return rooms
+        """The nodes as placement sees them, in name order: every node, or, while the nodes are
+        listed a page at a time, the judged ones and those listed so far (``more_rooms``).
+        The same list object each time: ``more_rooms`` extends it."""
+        if self._rooms is None:
+            self._rooms = [self._room(name, node) for name, node in sorted(self.nodes.items())]
+        return self._rooms
+
+    def more_rooms(self) -> bool:
+        """Lists the next page of nodes into ``rooms()`` (kept in name order); False when every
+        node is there already."""
+        rooms = self.rooms()
+        if self.node_pages is None or self.node_pages.done:
+            return False
+        have = {room.name for room in rooms}
+        for node in self.node_pages.next():
+            name = node["metadata"]["name"]
+            if name not in have:
+                rooms.append(self._room(name, node))
+        rooms.sort(key=lambda room: room.name)
+        return True
+
+    def all_rooms(self) -> List[NodeRoom]:
+        """Every node, the rest listed now."""
+        while self.more_rooms():
+            pass
+        return self.rooms()
 
     def left_to_read(self) -> int:
-        return max(0, (self.read_limit or nodes_to_read(len(self.all_nodes()))) - len(self.reads))
+        return max(0, (self.read_limit or nodes_to_read(self.node_count())) - len(self.reads))
 
     def learn(self, rooms: List[NodeRoom]) -> None:
         """Read the pods of these (unknown) rooms and count them in, in parallel."""

@@ -107,8 +107,8 @@ def main(argv: List[str]) -> int:
                              "controller manager are restarted with it (hack/cluster NMO_CLUSTER_NODE_LEASE_SECONDS) "
                              "and restored after. Default: 600 when a B5 size is above 1,000 nodes (the 2-core "
                              "rig cannot take 5,000 kwok nodes renewing every 10 s besides the run measured)")
-    parser.add_argument("--world", type=int, metavar="N", help="build a B5 world of N nodes and keep it; "
-                                                                   "B5 uses a kept world of its size")
+    parser.add_argument("--world", type=int, metavar="N",
+                        help="build a B5 world of N nodes and keep it; B5 uses a kept world of its size")
     parser.add_argument("--remove-worlds", action="store_true", help="remove the kept B5 worlds")
     args = parser.parse_args(argv)
     chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)

@@ -484,7 +484,7 @@ def b5(ctx: Context) -> List[Row]:
                 row.extra.update({"world_built_s": built, "control_plane_rss_mib": servers,
                                   "world_kept": bool(kept), "node_lease_s": node_lease_seconds()})
             inventory = write_inventory(ctx, world, world.nodes, "b5")
-            turns = [row for _ in range(repeat) for row in tools_rows]
+            turns = [row for _turn in range(repeat) for row in tools_rows]
             small_ids = {id(row) for row in small}
             plan = list(zip(turns, nodes[1:]))  # a node for every run
             small_inventory = inventory

@@ -5,12 +5,11 @@ process the run's heartbeat is tied to."""
 from __future__ import annotations
 
 import importlib
-import os
 
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.nmo.maintenance.plugins.plugin_utils import arguments
-from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import PACKAGE
+from ansible_collections.nmo.maintenance.plugins.plugin_utils.in_process import PACKAGE, controller_pid
 
 
 class ActionModule(ActionBase):
@@ -39,8 +38,8 @@ class ActionModule(ActionBase):
             if params["state"] == "stopped":
                 done = run_start.stop(client, params, bool(self._task.check_mode))
             else:
-                # this worker's parent is the ansible-playbook process the run lives in
-                done = run_start.start(client, options, params, os.getppid(), bool(self._task.check_mode))
+                # the run lives as long as the ansible-playbook process that forked this worker
+                done = run_start.start(client, options, params, controller_pid(), bool(self._task.check_mode))
         except errors.NmoError as exc:
             result.update(failed=True, msg=exc.message)
             return result

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import multiprocessing
 import os
 from typing import Any, Dict, Optional
 
@@ -76,6 +77,14 @@ def missing_import(result: Dict[str, Any]) -> bool:
     return bool(result.get("failed")) and bool(result.get("missing_library"))
 
 
+def controller_pid() -> int:
+    """The ansible-playbook process that forked this worker: the PID recorded at the fork.
+    os.getppid() would name init (1) or a subreaper once that process is killed while the
+    task runs, and a run or a guard anchored there would never see its controller go."""
+    parent = multiprocessing.parent_process()
+    return parent.pid if parent is not None and parent.pid else os.getppid()
+
+
 class NmoAction(ActionBase):
     """Runs the task's module in this process, or ships it."""
 
@@ -86,7 +95,7 @@ class NmoAction(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
-        anchor = os.getppid()  # the ansible-playbook process that forked this worker
+        anchor = controller_pid()
         name = self.module_name()
         companion = self.companion(name)
         companion.start()

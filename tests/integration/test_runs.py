@@ -253,6 +253,23 @@ def run_leases_of_pid(cluster, pid: int) -> List[str]:
             and f"/{pid}/" in (lease["metadata"].get("annotations") or {}).get("nmo.maintenance/controller", "")]
 
 
+def processes_of(inventory: str) -> List[int]:
+    """PIDs of the live processes whose command line names ``inventory``: ansible-playbook,
+    its workers, and the run's heartbeat, which all share its command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(inventory) in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
 # point: (task to kill at, world set-up, whether the run's own workers may be left waiting in a hook)
 KILL_POINTS = {
     "run start": "Run | Start this run",
@@ -315,6 +332,9 @@ def test_sigkill_of_ansible_playbook_leaves_no_writer_and_a_rerun_finishes(clust
         if not in_hook:
             wait_for(lambda: session_processes(pid) == [], 60,
                      f"every worker of the killed run to exit: {session_processes(pid)}")
+            # the heartbeat left the session (setsid): found by the command line it shares
+            wait_for(lambda: processes_of(inventory) == [], 30,
+                     f"the killed run's heartbeat to exit: {processes_of(inventory)}")
         before = (node_clean(cluster.client, w1), sorted(leases_naming(cluster.client, [w1], prefix)))
         # What the rerun finds to adopt. Killed at the end, the worker may have passed its one
         # liveness check before the kill and finished the end: then nothing is left to adopt.

@@ -131,7 +131,8 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         # looking at the controller process while the API server is away.
         client.retry = replace(client.retry, budget=run.RENEW_EVERY)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-        loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)
+        if started is not None:  # a controller gone before the fork: nothing to beat for
+            loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)
     except BaseException:  # pylint: disable=broad-except
         pass
     os._exit(0)

@@ -19,6 +19,9 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         raise InputError(f"duration must be between {2 * run.RENEW_EVERY} and {MAX_RUN_LEASE_DURATION} seconds "
                          f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")
     run_id = run.validate_id(params["run_id"]) if params.get("run_id") else run.new_id(params.get("awx_job_id"))
+    if anchor_pid <= 1 or run.process_start(anchor_pid) is None:
+        # killed while this task ran: a run started now would have no controller to outlive
+        raise run.RunGone(f"the controller process (ansible-playbook, PID {anchor_pid}) is gone: the run is not started")
     controller = run.controller_identity(anchor_pid)
     found = operator.detect(client)
     mode = operator.resolve(params.get("mode") or operator.AUTO, found)  # refused before anything is written

@@ -66,7 +66,7 @@ def beat(client: Client, run_id: str, namespace: str, duration: int) -> bool:
     taken by someone else)."""
     seen = leases.list_leases(client, namespace)
     name = run.lease_name(run_id)
-    current = next((lease for lease in seen if lease["metadata"]["name"] == name), None)
+    current = leases.named(seen, name)
     if current is None or leases.holder(current) != run_id:
         return False
     if run_lease_due(current, client.server_now(), duration) and run.renew(client, current, run_id, duration) is None:

@@ -222,8 +222,7 @@ class Guard:
             return
         now_mono = self.clock()
         if lease_list is not None:
-            lease = next((item for item in lease_list
-                          if item.get("metadata", {}).get("name") == lease_name(self.run_id)), None)
+            lease = leases.named(lease_list, lease_name(self.run_id))
         elif force or self._looked is None or now_mono - self._looked >= self.look_every:
             lease = read_lease(self.client, self.run_id, self.namespace)
         else:

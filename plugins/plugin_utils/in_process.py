@@ -13,9 +13,12 @@ here, in the worker Ansible already forked for the task (``module_call``): the r
 a shipped module's is. Both paths therefore return the same thing.
 
 The module is shipped instead when the environment variable NMO_MAINTENANCE_IN_PROCESS is
-false, when the task does not run on the controller, or when the controller's Python lacks
-what the module needs (a failed import, or the ``kubernetes`` package for an exec-plugin
-kubeconfig): then the inventory's interpreter may have it.
+false, when the task does not run on the controller, when this ansible-core lacks what the
+in-process path needs (``capabilities.probe``, checked once when the plugin is loaded; one
+warning for the run names what is missing), or when the controller's Python lacks what the
+module needs (a failed import, or the ``kubernetes`` package for an exec-plugin kubeconfig):
+then the inventory's interpreter may have it. Nothing this file imports unconditionally is
+outside ansible-core's stable surface, so loading the action never fails.
 
 One action serves every module (``plugins/action/nmo_maintenance.py``; the other modules'
 action files are links to it); the module it runs is the task's own. Per module, only a
@@ -26,18 +29,25 @@ companion differs: ``nmo_drain`` prints its progress from a thread while it runs
 from __future__ import annotations
 
 import importlib
-import inspect
 import multiprocessing
 import os
 from typing import Any, Dict, Optional
 
+from ansible.module_utils import basic
+from ansible.module_utils.common import warnings as module_warnings
 from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins import loader as plugin_loaders
 from ansible.plugins.action import ActionBase
+from ansible.release import __version__ as core_version
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
-from ansible.vars.clean import remove_internal_keys
 
-from ansible_collections.nmo.maintenance.plugins.plugin_utils import module_call
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import capabilities, module_call
+
+try:  # up to ansible-core 2.20; from 2.21 the parsed result cleans itself (capabilities.finish)
+    from ansible.vars.clean import remove_internal_keys
+except ImportError:
+    remove_internal_keys = None
 
 COLLECTION = "nmo.maintenance"
 PACKAGE = "ansible_collections.nmo.maintenance.plugins"
@@ -126,7 +136,7 @@ class NmoAction(ActionBase):
         return getattr(progress, COMPANIONS[name])(self._task)
 
     def on_controller(self) -> bool:
-        return in_process_allowed() and runs_on_controller(
+        return in_process_allowed() and CORE.usable and runs_on_controller(
             self._connection.transport, self._task.async_val, self._play_context.become, self._task.environment)
 
     def run_shipped(self, name: str, task_vars: Dict[str, Any]) -> Dict[str, Any]:
@@ -139,7 +149,7 @@ class NmoAction(ActionBase):
     def load_module(self, name: str) -> Any:
         """The module's Python module, found by Ansible's plugin loader, with a main(); None
         when it cannot be imported here (the controller's Python lacks a package it needs)."""
-        found = self._shared_loader_obj.module_loader.find_plugin_with_context(
+        found = plugin_loaders.module_loader.find_plugin_with_context(
             name, collection_list=self._task.collections)
         if not found.resolved:
             return None
@@ -172,13 +182,20 @@ class NmoAction(ActionBase):
 
     def parse(self, output: module_call.Output) -> Dict[str, Any]:
         """The module's output read as a shipped module's is (ActionBase._execute_module)."""
-        if "profile" in inspect.signature(self._parse_returned_data).parameters:
-            data = self._parse_returned_data(output.as_result(), module_call.PROFILE)
-        else:  # pragma: no cover - ansible-core before 2.19
-            data = self._parse_returned_data(output.as_result())
-        data.pop("_ansible_suppress_tmpdir_delete", None)
-        remove_internal_keys(data)
-        return data
+        return CORE.finish(self._parse_returned_data(*CORE.parse_args(output.as_result())))
+
+
+# What this ansible-core offers the in-process path, found once: here, where the ansible-playbook
+# process loads the plugin before it forks the workers, which inherit the answer.
+CORE = capabilities.probe(NmoAction, basic, module_warnings, plugin_loaders, remove_internal_keys)
+
+
+def why_shipped(core: capabilities.Capabilities = CORE, environ: Optional[Dict[str, str]] = None) -> str:
+    """Why every module of this run is shipped though the operator allows the in-process path;
+    empty when it is not."""
+    if core.usable or not in_process_allowed(environ):
+        return ""
+    return core.why_shipped(core_version)
 
 
 MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight", "nmo_maintenance")
@@ -194,7 +211,7 @@ def preload() -> None:
     and urllib3 again: about 70 ms of CPU a task. A controller that cannot import them ships
     the modules as before (the workers find out for themselves).
     """
-    if not in_process_allowed():
+    if not in_process_allowed() or not CORE.usable:
         return
     for name in [f"{PACKAGE}.modules.{module}" for module in MODULES] + ["urllib3"]:
         try:
@@ -203,4 +220,6 @@ def preload() -> None:
             return
 
 
+if why_shipped():
+    display.warning(why_shipped())  # once a run: the workers inherit this module, loaded
 preload()

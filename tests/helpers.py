@@ -17,7 +17,10 @@ COLLECTIONS = ROOT / ".cache" / "collections"
 
 
 def collection_path() -> Path:
-    """An ansible_collections tree whose nmo/maintenance is this checkout."""
+    """An ansible_collections tree whose nmo/maintenance is this checkout, or the one named by
+    NMO_COLLECTIONS_PATH (hack/compat: the collection installed from its built tarball)."""
+    if os.environ.get("NMO_COLLECTIONS_PATH"):
+        return Path(os.environ["NMO_COLLECTIONS_PATH"])
     link = COLLECTIONS / "ansible_collections" / "nmo" / "maintenance"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)

@@ -190,9 +190,10 @@ class NmoAction(ActionBase):
 CORE = capabilities.probe(NmoAction, basic, module_warnings, plugin_loaders, remove_internal_keys)
 
 
-def why_shipped(core: capabilities.Capabilities = CORE, environ: Optional[Dict[str, str]] = None) -> str:
+def why_shipped(core: Optional[capabilities.Capabilities] = None, environ: Optional[Dict[str, str]] = None) -> str:
     """Why every module of this run is shipped though the operator allows the in-process path;
     empty when it is not."""
+    core = core or CORE
     if core.usable or not in_process_allowed(environ):
         return ""
     return core.why_shipped(core_version)

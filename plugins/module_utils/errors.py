@@ -46,6 +46,32 @@ class ApiError(NmoError):
         self.attempts = 1  # how many times the request was sent (retry.call sets it)
 
 
+class Unreachable(ApiError):
+    """No answer at all: the connection was refused, reset or timed out (status 0).
+    Transient: an API server that restarts refuses connections for a few seconds."""
+
+    def __init__(self, url: str, cause: str, method: str = "", path: str = "") -> None:
+        super().__init__(0, "ConnectionError", f"could not connect to {url}: {cause}", method, path)
+        where = f" ({method} {path})" if method else ""
+        self.message = f"could not connect to {url}: {cause}{where}"
+        self.cause = cause
+
+
+class TlsVerifyError(ApiError):
+    """The server's certificate did not verify against the CA we were given (status 0).
+
+    Final: asking again meets the same certificate. The message names the verifier's
+    reason, where the CA came from, and what to check."""
+
+    def __init__(self, url: str, reason: str, ca_source: str, hint: str = "", method: str = "",
+                 path: str = "") -> None:
+        super().__init__(0, "CertificateVerifyFailed", reason, method, path)
+        text = f"TLS verification of {url} failed: certificate verify failed: {reason}; CA from {ca_source}"
+        self.message = text + (f". {hint}" if hint else "")
+        self.verify_reason = reason
+        self.ca_source = ca_source
+
+
 class NotFound(ApiError):
     """404 from the API server."""
 

@@ -131,7 +131,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 crd:
-  description: What happened to the CRD (C(created), C(upgraded), C(unchanged), C(foreign), C(deleted), C(absent)).
+  description:
+    - What happened to the CRD (C(created), C(upgraded), C(unchanged), C(foreign), C(deleted), C(absent)).
+    - C(warning) when the API server dropped its validation rule (a server without CRD validation rules), also
+      given as a task warning.
   returned: when the CRD was handled
   type: dict
 maintenance:
@@ -235,6 +238,8 @@ def core(client, params, check_mode):
             result["crd"] = crd.ensure(client, check_mode)
             result["changed"] = result["crd"]["changed"]
         _maintenance(client, params, check_mode, result, recorder)
+    if (result.get("crd") or {}).get("warning"):  # a server without CRD validation rules
+        result["warnings"] = result.get("warnings", []) + [result["crd"]["warning"]]
     result["events"] = recorder.recorded
     if recorder.warnings:
         result["warnings"] = result.get("warnings", []) + recorder.warnings

@@ -102,6 +102,13 @@ operator:
   description: Whether a Node Maintenance Operator was found (C(running)), and by what (C(signal)).
   returned: state=started
   type: dict
+kubernetes:
+  description:
+    - The API server's version (C(gitVersion) of C(/version)), read once at the start of the run. A server older
+      than the oldest tested minor (1.31) gets a warning; see the README's "Supported versions".
+  returned: state=started
+  type: str
+  sample: v1.31.13
 api_requests:
   description: Requests made to the API server.
   returned: always

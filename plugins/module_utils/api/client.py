@@ -23,7 +23,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 from urllib.parse import quote, urlencode
 
-from ..errors import ApiError, ConnectionConfigError, api_error
+from ..errors import ApiError, ConnectionConfigError, TlsVerifyError, Unreachable, api_error
 from . import retry
 
 # The options every module takes, with the environment variables kubernetes.core reads.
@@ -80,7 +80,10 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
         else:
             kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                          persist_config=False)
-        return kubeconfig.from_kubernetes(cfg)
+        loaded = kubeconfig.from_kubernetes(cfg)
+        if not in_cluster:
+            loaded.ca_source = f"the kubeconfig {path}" + (f", context {context!r}" if context else "")
+        return loaded
     finally:
         kubeconfig.take_kubernetes_temp_files()  # also when loading failed half-way
 
@@ -119,6 +122,7 @@ def _load_configuration(options: ConnectionOptions) -> Any:
         cfg.api_key_prefix = {"authorization": "Bearer"}
     if options.ca_cert:
         cfg.ssl_ca_cert, cfg.ssl_ca_data = options.ca_cert, None
+        cfg.ca_source = f"ca_cert {options.ca_cert}"
     if options.client_cert:
         cfg.cert_file, cfg.cert_data = options.client_cert, None
     if options.client_key:
@@ -275,7 +279,7 @@ class Client:
                                      headers=self._headers(content_type),
                                      timeout=urllib3.Timeout(connect=10, read=timeout), retries=False)
         except urllib3.exceptions.HTTPError as exc:
-            raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", method, path) from exc
+            raise connection_error(exc, self.host, self.configuration, method, path) from exc
         self._note_date(resp)
         payload = resp.data
         try:
@@ -328,7 +332,7 @@ class Client:
                                      preload_content=False, retries=False,
                                      timeout=urllib3.Timeout(connect=10, read=read_timeout))
         except urllib3.exceptions.HTTPError as exc:
-            raise ApiError(0, "ConnectionError", f"cannot reach {self.host}: {exc}", "GET", path) from exc
+            raise connection_error(exc, self.host, self.configuration, "GET", path) from exc
         if resp.status >= 300:
             payload = resp.read()
             resp.release_conn()
@@ -340,6 +344,56 @@ class Client:
             error.retry_after = retry_after(resp.headers.get("Retry-After"))
             raise error
         return resp
+
+
+def ca_source(configuration: Any) -> str:
+    """Where the CA the server is verified against came from, for a message."""
+    source = getattr(configuration, "ca_source", None)
+    if source:
+        return source
+    if getattr(configuration, "ssl_ca_cert", None):
+        return f"the file {configuration.ssl_ca_cert}"
+    if getattr(configuration, "ssl_ca_data", None) is not None:
+        return "inline certificate-authority-data"
+    return "the system's trust store (no CA was given)"
+
+
+def _unreachable_cause(error: BaseException) -> str:
+    """"connection refused", "timed out"... for a failure that got no answer at all."""
+    import urllib3
+
+    from . import tls
+
+    found = list(tls.causes(error))
+    for exc in found:
+        if isinstance(exc, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(exc, ConnectionResetError):
+            return "connection reset by the server"
+    for exc in found:
+        if isinstance(exc, (urllib3.exceptions.ConnectTimeoutError, TimeoutError)) \
+                and not isinstance(exc, urllib3.exceptions.NewConnectionError):
+            return "timed out while connecting"
+        if isinstance(exc, urllib3.exceptions.ReadTimeoutError):
+            return "no answer in time (read timed out)"
+        if isinstance(exc, getattr(urllib3.exceptions, "NameResolutionError", ())):  # urllib3 2 and later
+            return "the host name does not resolve"
+        if isinstance(exc, urllib3.exceptions.ProtocolError):
+            return f"the connection broke ({exc})"
+    return str(error)
+
+
+def connection_error(error: BaseException, url: str, configuration: Any, method: str = "",
+                     path: str = "") -> ApiError:
+    """The ApiError for a request that got no HTTP answer: a certificate verification
+    failure (final, TlsVerifyError: the reason, the CA's source, a hint) or no connection
+    (Unreachable, asked again by retry.py)."""
+    from . import tls
+
+    reason = tls.verify_reason(error)
+    if reason is not None:
+        return TlsVerifyError(url, reason, ca_source(configuration), tls.verify_hint(reason), method, path)
+    return Unreachable(url, _unreachable_cause(error), method, path)
 
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}

@@ -39,6 +39,9 @@ class Configuration:
         self.cert_data: Optional[bytes] = None
         self.key_data: Optional[bytes] = None
         self.tls_server_name: Optional[str] = None
+        # Where the CA came from, for a verification failure's message: the kubeconfig
+        # file, its cluster entry and context, or the ca_cert option
+        self.ca_source: Optional[str] = None
         self.proxy: Optional[str] = None
         self.warnings: List[str] = []
         self.api_key: Dict[str, str] = {}
@@ -93,10 +96,14 @@ def from_kubeconfig(path: str, context: Optional[str] = None) -> Configuration:
     cfg.verify_ssl = not cluster.get("insecure-skip-tls-verify", False)
     cfg.proxy = cluster.get("proxy-url")
     cfg.tls_server_name = cluster.get("tls-server-name")
+    entry = f"the kubeconfig {os.path.abspath(path)}, cluster {ctx.get('cluster', '')!r} of context {name!r}"
     if cluster.get("certificate-authority-data"):
         cfg.ssl_ca_data = _decode(cluster["certificate-authority-data"], "certificate-authority-data")
+        cfg.ca_source = f"{entry} (its certificate-authority-data)"
     else:
         cfg.ssl_ca_cert = _path(cluster.get("certificate-authority"), base)
+        cfg.ca_source = (f"{entry} (certificate-authority {cfg.ssl_ca_cert})" if cfg.ssl_ca_cert
+                         else f"the system's trust store ({entry} gives no certificate-authority)")
     if user.get("client-certificate-data"):
         cfg.cert_data = _decode(user["client-certificate-data"], "client-certificate-data")
     else:
@@ -121,6 +128,7 @@ def in_cluster() -> Configuration:
     cfg = Configuration()
     cfg.host = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     cfg.ssl_ca_cert = os.path.join(SERVICE_ACCOUNT, "ca.crt")
+    cfg.ca_source = f"the pod's service account ({cfg.ssl_ca_cert})"
     with open(os.path.join(SERVICE_ACCOUNT, "token"), encoding="utf-8") as handle:
         cfg.api_key = {"authorization": handle.read().strip()}
     cfg.api_key_prefix = {"authorization": "Bearer"}

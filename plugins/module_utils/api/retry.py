@@ -9,7 +9,8 @@ asked again, after a capped exponential backoff with jitter (or the server's
 the caller's (a drain gives its own timeout) with a default that outlasts an API server
 restart.
 
-What is final is never retried: 4xx answers about the request itself, a
+What is final is never retried: a server certificate that does not verify
+(``TlsVerifyError``: the same certificate would be refused again), 4xx answers about the request itself, a
 PodDisruptionBudget's refusal of an eviction (``DisruptionBudgetRefusal``: the drain
 decides when to ask again), and a 500 that is not a known passing failure (the eviction
 API's "more than one PodDisruptionBudget" is one such real error). One exception: an API
@@ -27,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
-from ..errors import ApiError, DisruptionBudgetRefusal
+from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
 
 T = TypeVar("T")
 
@@ -74,6 +75,8 @@ class Outages:
         self.last: Optional[float] = None
 
     def note(self, error: BaseException, now: float) -> None:
+        if isinstance(error, TlsVerifyError):
+            return  # the server answered, with a certificate we refuse: it is not starting
         if not isinstance(error, ApiError) or error.status in UNREACHABLE:
             self.last = now
 
@@ -85,8 +88,8 @@ class Outages:
 def transient(error: BaseException, starting: bool = False) -> bool:
     """True when asking again later can get another answer. ``starting``: the server was
     unreachable a moment ago, so a 401/403 may be its authorizer not ready yet."""
-    if not isinstance(error, ApiError):
-        return False
+    if not isinstance(error, ApiError) or isinstance(error, TlsVerifyError):
+        return False  # a certificate that does not verify will not verify next time either
     if error.status in (401, 403):
         return starting
     if isinstance(error, DisruptionBudgetRefusal):

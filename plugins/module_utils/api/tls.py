@@ -16,9 +16,83 @@ import os
 import ssl
 import tempfile
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, List, Optional, Tuple
 
 PROC_FD = "/proc/self/fd"
+
+# What the verifier's reason means for the operator, and what to do (substring of the
+# OpenSSL message, lower case -> hint). The strict checks are those of
+# ssl.VERIFY_X509_STRICT, on by default from Python 3.13.
+_HINTS: List[Tuple[str, str]] = [
+    ("does not include key usage", "The CA certificate has no keyUsage extension, which strict verification "
+     "(Python 3.13 and later: ssl.VERIFY_X509_STRICT) requires; make the CA again with keyUsage critical "
+     "keyCertSign, cRLSign (as kubeadm does), or use the CA of a cluster made by kubeadm"),
+    ("missing authority key identifier", "The server certificate has no authorityKeyIdentifier, which strict "
+     "verification (Python 3.13 and later) requires; issue it again with authorityKeyIdentifier=keyid"),
+    ("missing subject key identifier", "The CA certificate has no subjectKeyIdentifier, which strict "
+     "verification (Python 3.13 and later) requires; make the CA again with subjectKeyIdentifier=hash"),
+    ("basic constraints of ca cert not marked critical", "The CA certificate's basicConstraints is not critical, "
+     "which strict verification (Python 3.13 and later) requires; make the CA again with "
+     "basicConstraints=critical,CA:TRUE"),
+    ("unable to get local issuer certificate", "The server's certificate is not signed by this CA: is it the CA "
+     "of this cluster (the kubeconfig's certificate-authority, or ca_cert)?"),
+    ("self-signed certificate in certificate chain", "The server's certificate chain ends in a CA that is not "
+     "this one: is it the CA of this cluster?"),
+    ("self signed certificate in certificate chain", "The server's certificate chain ends in a CA that is not "
+     "this one: is it the CA of this cluster?"),
+    ("self-signed certificate", "The server presents a self-signed certificate that is not the CA given"),
+    ("self signed certificate", "The server presents a self-signed certificate that is not the CA given"),
+    ("certificate has expired", "A certificate of the chain has expired: renew the server certificate "
+     "(or the CA)"),
+    ("certificate is not yet valid", "A certificate of the chain is not valid yet: check this machine's clock"),
+    ("hostname mismatch", "The server's certificate is not valid for this host name: connect with a name in its "
+     "subjectAltName, or set the kubeconfig's tls-server-name"),
+    ("ip address mismatch", "The server's certificate is not valid for this IP address: connect with a name in "
+     "its subjectAltName, or set the kubeconfig's tls-server-name"),
+]
+
+
+def verify_hint(reason: str) -> str:
+    """What the operator can do about a certificate verification failure, '' when unknown."""
+    text = reason.lower()
+    for marker, hint in _HINTS:
+        if marker in text:
+            return hint
+    return ""
+
+
+def verify_reason(error: BaseException) -> Optional[str]:
+    """The verifier's reason when ``error`` (or what caused it) is a certificate
+    verification failure, e.g. "CA cert does not include key usage extension"; None when
+    it is not one (a refused connection, a timeout)."""
+    for exc in causes(error):
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            message = getattr(exc, "verify_message", None)
+            if message:
+                return str(message)
+            text = str(exc)
+            marker = "certificate verify failed: "
+            if marker in text:
+                return text.split(marker, 1)[1].split(" (_ssl.c", 1)[0]
+            return text
+    return None
+
+
+def causes(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and what it wraps: urllib3 keeps the cause in ``reason``, ``args[0]``,
+    ``__cause__`` or ``__context__``."""
+    seen: List[int] = []
+    todo: List[BaseException] = [error]
+    while todo:
+        exc = todo.pop(0)
+        if id(exc) in seen:
+            continue
+        seen.append(id(exc))
+        yield exc
+        for inner in (getattr(exc, "reason", None), exc.__cause__, exc.__context__,
+                      *(a for a in exc.args if isinstance(a, BaseException))):
+            if isinstance(inner, BaseException):
+                todo.append(inner)
 
 
 def _write_all(fd: int, data: bytes) -> None:

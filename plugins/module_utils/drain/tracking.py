@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ..errors import ApiError, DisruptionBudgetRefusal
+from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
 from ..maintenance.record import drain_progress
 from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
 
@@ -43,6 +43,8 @@ def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
     if error.status == 500 and MULTIPLE_PDBS in text:
         return Outcome(FATAL, f"pod {key} cannot be evicted: {text} Make at most one PodDisruptionBudget "
                               "select it, or drain with disable_eviction=true")
+    if isinstance(error, TlsVerifyError):  # the same certificate is refused on every attempt
+        return Outcome(FATAL, error.message)
     if error.status in (0, 409) or error.status >= 500:
         return Outcome(RETRY, text)
     return Outcome(FATAL, f"pod {key}: {error.message}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
 from ..maintenance import operator
@@ -23,11 +24,14 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         # killed while this task ran: a run started now would have no controller to outlive
         raise run.RunGone(f"the controller process (ansible-playbook, PID {anchor_pid}) is gone: the run is not started")
     controller = run.controller_identity(anchor_pid)
+    kubernetes = server.read(client)  # once a run: which Kubernetes, and is it one we test
     found = operator.detect(client)
     mode = operator.resolve(params.get("mode") or operator.AUTO, found)  # refused before anything is written
     result: Dict[str, Any] = {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}",
                               "controller": controller, "heartbeat_pid": 0, "changed": False,
-                              "mode": mode, "operator": found}
+                              "mode": mode, "operator": found, "kubernetes": kubernetes.git_version}
+    if kubernetes.warning:
+        result["warnings"] = [kubernetes.warning]
     if check_mode:
         return result
     leases.ensure_namespace(client)

@@ -145,30 +145,61 @@ def _wait_served(client: Any, timeout: float) -> None:
     poll_until(served, timeout, lambda: f"the API server to serve {PLURAL} after CRD {CRD_NAME} was established")
 
 
+RULE_DROPPED = (
+    "the API server dropped the NodeMaintenance CRD's validation rule (x-kubernetes-validations on spec.nodeName: "
+    "it refuses a change of the node a maintenance names). CRD validation rules are on by default from Kubernetes "
+    "1.25 and always on from 1.29; this collection is tested on 1.31 to 1.37. It never changes spec.nodeName "
+    "itself, so its own runs are not affected, but nothing stops another client from retargeting a "
+    "NodeMaintenance: upgrade the cluster, or enable the CustomResourceValidationExpressions feature gate")
+
+
+def rule_dropped(crd: Dict[str, Any]) -> bool:
+    """Whether the stored CRD lacks our CEL rule: a server without validation rules (before
+    1.25, or with the feature gate off) drops the field without a word."""
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if version.get("name") != VERSION:
+            continue
+        schema = ((version.get("schema") or {}).get("openAPIV3Schema") or {})
+        node_name = (((schema.get("properties") or {}).get("spec") or {}).get("properties") or {}).get("nodeName") or {}
+        return not node_name.get("x-kubernetes-validations")
+    return False
+
+
 def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     """Install our CRD, or upgrade an older revision of it; leave one installed by NMO alone.
 
-    Returns ``{"state": created|upgraded|unchanged|foreign, "changed": bool}``.
+    Returns ``{"state": created|upgraded|unchanged|foreign, "changed": bool}``, with
+    ``"warning": RULE_DROPPED`` when the stored CRD of ours lacks its validation rule.
     """
     existing = client.get_or_none(f"{CRD_PATH}/{CRD_NAME}")
     wanted = manifest()
     if existing is None:
+        result = {"state": "created", "changed": True}
         if not check_mode:
             with _install_permission("is not installed", "install"):
-                client.post(CRD_PATH, wanted)
+                stored = client.post(CRD_PATH, wanted)
             _wait_established(client)
-        return {"state": "created", "changed": True}
+            _note_rule(result, stored)
+        return result
     if not is_ours(existing):
         return {"state": "foreign", "changed": False}
     if installed_revision(existing) == SCHEMA_REVISION:
-        return {"state": "unchanged", "changed": False}
+        return _note_rule({"state": "unchanged", "changed": False}, existing)
+    result = {"state": "upgraded", "changed": True}
     if not check_mode:
         wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         older = f"is at revision {installed_revision(existing) or 'none'}, this collection ships {SCHEMA_REVISION}"
         with _install_permission(older, "upgrade"):
-            client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
+            stored = client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
         _wait_established(client)
-    return {"state": "upgraded", "changed": True}
+        _note_rule(result, stored)
+    return result
+
+
+def _note_rule(result: Dict[str, Any], stored: Dict[str, Any]) -> Dict[str, Any]:
+    if rule_dropped(stored):
+        result["warning"] = RULE_DROPPED
+    return result
 
 
 @contextmanager

@@ -99,7 +99,10 @@ def orphans(client: Client, nms: List[Dict[str, Any]], names: set, only: Optiona
             gone.append(node)
         elif nm["metadata"]["name"] in wanted and validation.is_node_name(node):
             read = client.get_or_none(node_path(node))
-            (added.append(read) if read else gone.append(node))
+            if read:
+                added.append(read)
+            else:
+                gone.append(node)
     return added, gone
 
 

@@ -66,6 +66,7 @@ SELECTION: Spec = {
 # nmo_drain's own options beside SELECTION (DrainOptions' defaults)
 DRAIN_TIMEOUT = 600.0
 DRAIN_RETRY_DELAY = 1.0
+DRAIN_RETURNING_POD_EVICTIONS = 3
 
 EVENTS: Spec = {
     "events": {"type": "list", "elements": "dict", "default": [], "options": {

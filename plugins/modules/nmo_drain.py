@@ -30,6 +30,8 @@ description:
     C(lastUpdate); at most one write a second, only when something changed) and ends with phase
     C(Succeeded) and C(drainProgress) 100. A failed or timed-out drain leaves phase C(Running) with
     C(lastError); the caller decides whether the maintenance failed.
+  - The Node is watched too. When it is deleted during the drain, the drain stops at once and fails saying
+    the node was deleted.
   - The module does not cordon the node; cordon it first (M(nmo.maintenance.nmo_cordon)).
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
@@ -71,6 +73,16 @@ options:
     description: Seconds between two evictions of a pod that a PodDisruptionBudget refused, 0.1 to 3600.
     type: float
     default: 1
+  returning_pod_evictions:
+    description:
+      - A pod that lands on the node after the drain began (a replacement that the scheduler put back, because
+        its tolerations admit the maintenance taints, as a toleration with C(operator) V(Exists) and no C(key)
+        does) and that the drain would take (not a DaemonSet or mirror pod) is evicted again, at most this many
+        times per workload (its controller), 0 to 100. One more, and the drain fails naming those pods and the
+        toleration that let each in. The drain never ends with such a pod on the node. Before it says it is
+        done while replacements may come back, it lists the node's pods once more.
+    type: int
+    default: 3
   progress_interval:
     description:
       - Seconds between two progress lines in the playbook output while the drain runs (node,
@@ -204,6 +216,14 @@ api_requests_by:
       example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
   returned: always
   type: dict
+returned:
+  description:
+    - Pods that landed on the node after the drain began, each with C(namespace), C(name) and
+      C(reason) (the toleration that let it in, for example
+      C(tolerates medik8s.io/drain:NoSchedule and node.kubernetes.io/unschedulable:NoSchedule via) and the toleration).
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
 status_writes:
   description: Writes of the NodeMaintenance status (at most one a second, plus the first and the last).
   returned: success or failure after the drain started
@@ -251,6 +271,7 @@ ARGUMENT_SPEC = {
     "timeout": {"type": "float", "default": specs.DRAIN_TIMEOUT},
     "delete_fallback_after": {"type": "float"},
     "retry_delay": {"type": "float", "default": specs.DRAIN_RETRY_DELAY},
+    "returning_pod_evictions": {"type": "int", "default": specs.DRAIN_RETURNING_POD_EVICTIONS},
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
     "validate_only": {"type": "bool", "default": False},

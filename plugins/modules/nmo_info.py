@@ -120,6 +120,12 @@ nodes:
     maintenance:
       description: The node's NodeMaintenance (name, phase, drainProgress, pendingPods, lastError...), or null.
       type: dict
+    node_deleted:
+      description:
+        - True for a node that is not in the cluster any more but that a NodeMaintenance still names (it was
+          deleted during its maintenance). Such nodes are reported with O(nodes) naming them (or their
+          NodeMaintenance), and, without O(node), O(nodes) or O(label_selector), always.
+      type: bool
     run:
       description:
         - The playbook run that holds the NodeMaintenance (C(id), empty when it names none) and

@@ -157,6 +157,14 @@ rolled_back:
   description: Whether the node was returned to service.
   returned: state=failed
   type: bool
+node_deleted:
+  description:
+    - True when the node was not in the cluster any more (deleted during its maintenance). Nothing was
+      patched on it; with O(state=failed) its leases were released whatever O(rollback) says (there is no
+      node to keep out of service) and the NodeMaintenance kept as C(Failed), which O(state=absent)
+      (C(playbooks/recover.yml)) deletes.
+  returned: when the node is gone (state=absent, state=failed)
+  type: bool
 left_to:
   description: The run, alive, that holds the maintenance now; nothing was done for it.
   returned: state=failed

@@ -201,3 +201,14 @@ def test_our_lease_under_nmos_holder_name_is_read_as_ours_and_nmos_is_not():
     assert leases.as_ours(nmos) is nmos
     assert leases.plan(leases.as_ours(nmos), leases.HOLDER, NOW + timedelta(minutes=1), 3600)[0] == leases.BLOCKED
     assert leases.HOLDER != leases.NMO_HOLDER
+
+
+def test_a_slot_loses_the_node_as_owner_at_its_next_write() -> None:
+    """A slot owned by the Node would be collected with a node deleted mid-maintenance (issue 23)."""
+    body = {"metadata": {"name": "s-0", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "Node", "name": "node-a", "uid": "u"},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "c"}]}}
+    assert leases.without_node_owner(body)["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "c"}]
+    only_node = {"metadata": {"name": "s-0", "ownerReferences": [{"kind": "Node", "name": "node-a"}]}}
+    assert "ownerReferences" not in leases.without_node_owner(only_node)["metadata"]

@@ -177,3 +177,20 @@ def test_a_budgets_429_is_told_from_the_api_servers_throttling() -> None:
         {"reason": "DisruptionBudget", "message": "The disruption budget b needs 1 healthy pods and has 1 currently"}]}})
     throttled = api_error(429, "TooManyRequests", "Too many requests, please try again later.")
     assert isinstance(budget, DisruptionBudgetRefusal) and not isinstance(throttled, DisruptionBudgetRefusal)
+
+
+# -- workloads whose replacements come back ------------------------------------------------------
+def test_a_workload_tolerating_the_maintenance_taints_is_a_no_go_once() -> None:
+    everything = [{"operator": "Exists"}]
+    snap = snapshot([node("a"), node("b")],
+                    [pod("web-1", "a", tolerations=everything), pod("web-2", "a", tolerations=everything),
+                     pod("db", "a", tolerations=[{"key": "medik8s.io/drain", "operator": "Exists"}]),
+                     pod("agent", "a", owner="DaemonSet", tolerations=everything)])
+    for p in snap.pods_by_node["a"][:2]:  # two replicas of one ReplicaSet
+        p["metadata"]["ownerReferences"][0]["name"] = "web-rs"
+    (report,), pods = reports_for(snap, ["a"])
+    pf.judge_returning(report, pods)
+    assert report.verdict == pf.NO_GO and len(report.blockers) == 1, report.blockers
+    assert report.blockers[0].startswith("replacements of ns/web-1, ns/web-2 (ns/ReplicaSet/web-rs) would come back")
+    assert ("tolerates medik8s.io/drain:NoSchedule and node.kubernetes.io/unschedulable:NoSchedule via "
+            "{operator: Exists}") in report.blockers[0]

@@ -42,6 +42,7 @@ ROLE_TO_MODULE = {
     "node_maintenance_drain_skip_wait_for_delete_timeout": ("nmo_drain", "skip_wait_for_delete_timeout"),
     "node_maintenance_drain_parallelism": ("nmo_drain", "parallelism"),
     "node_maintenance_drain_retry_delay": ("nmo_drain", "retry_delay"),
+    "node_maintenance_drain_returning_pod_evictions": ("nmo_drain", "returning_pod_evictions"),
     "node_maintenance_progress_interval": ("nmo_drain", "progress_interval"),
 }
 # where the role differs on purpose; its argument_specs must say so ("on purpose")
@@ -95,7 +96,7 @@ def test_the_cores_selection_defaults_are_the_specs(options: Any) -> None:
 
 def test_the_cores_drain_and_lease_defaults_are_the_specs() -> None:
     spec = module_spec("nmo_drain")
-    for name in ("timeout", "retry_delay", "grace_period", "delete_fallback_after"):
+    for name in ("timeout", "retry_delay", "grace_period", "delete_fallback_after", "returning_pod_evictions"):
         assert spec[name].get("default") == DrainOptions.__dataclass_fields__[name].default, name
     for name in ("concurrency", "duration", "slot_prefix", "wait", "timeout"):
         assert specs.LEASE[name]["default"] == Request.__dataclass_fields__[name].default, name

@@ -28,6 +28,7 @@ from ..kubevirt.objects import MODES as KUBEVIRT_MODES
 from ..maintenance import record as maintenance
 from ..maintenance.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..node.taints import read_node
+from . import returning
 from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
 from .tracking import (
     FATAL,
@@ -38,16 +39,20 @@ from .tracking import (
     PendingPod,
     Throttle,
     Tracker,
+    group,
     initial_counts,
     outcome_of,
     status_fields,
 )
 
 PODS = "/api/v1/pods"
+NODES = "/api/v1/nodes"
 TICK = 0.2  # seconds between looks at retries and status while no pod event arrives
 STATUS_INTERVAL = 1.0  # at most one status write a second
 EVENT_MESSAGE_LIMIT = 1000
 MAX_PARALLELISM = 500
+MAX_RETURNING_EVICTIONS = 100
+RETURNING = "pods keep coming back"  # Tracker.fatal's entry for it; fatal_text says which and why
 FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
 
 
@@ -72,6 +77,9 @@ class DrainOptions:
     retry_delay: float = 1.0
     run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
     kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (kubevirt/migrations.py)
+    # pods that land on the node after the drain began (returning.py), evicted again at most
+    # this many times per workload before the drain fails naming them
+    returning_pod_evictions: int = 3
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -90,7 +98,9 @@ class DrainOptions:
                   lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
                                    v.MAX_WAIT_SECONDS, "seconds", integer=True),
                   lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES)]
+                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES),
+                  lambda: v.number(self.returning_pod_evictions, "returning_pod_evictions", 0,
+                                   MAX_RETURNING_EVICTIONS, "evictions", integer=True)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
         if self.grace_period is not None:  # unset: each pod's own
@@ -178,18 +188,39 @@ class DrainRun:
     """The state of one drain between its list and its end (one thread owns it)."""
 
     def __init__(self, client: Client, opts: DrainOptions, nm: Optional[Dict[str, Any]],
-                 listing: Dict[str, Any], plans: List[PodPlan], warnings: List[str]) -> None:
+                 listing: Dict[str, Any], plans: List[PodPlan], warnings: List[str],
+                 node: Optional[Dict[str, Any]] = None, selection: Optional[SelectionOptions] = None) -> None:
         self.client = client
         self.opts = opts
         self.plans = plans
+        self.selection = selection or opts.selection()
         self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
                                   skip_after=opts.skip_wait_for_delete_timeout)
         self.watcher = Watcher(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"}, initial=listing)
+        # Pods that land on the node after the list (returning.py): every pod seen so far, by UID,
+        # and the returning ones per workload, with why they could come back.
+        self.seen_uids: Set[str] = {p.get("metadata", {}).get("uid", "") for p in listing.get("items", [])}
+        self.returned: Dict[str, List[Tuple[str, str]]] = {}
+        self.returned_pods: List[Dict[str, Any]] = []
+        self.looked_at = -1  # the watch batch the returning pods were last looked for at
+        evicting = {plan.uid for plan in plans if plan.action in (EVICT, DELETE)}
+        self.may_return = any(returning.may_come_back(p) for p in listing.get("items", [])
+                              if p.get("metadata", {}).get("uid") in evicting)
+        self.overflowed = False  # a workload came back more often than returning_pod_evictions
+        self.verified = not self.may_return  # the last look at the node, by a fresh list, found none back
+        waited: List[Watcher] = [self.watcher]
+        # The Node is watched too: a node deleted mid-drain (its pods then go with the pod
+        # garbage collector, tens of seconds later) stops the drain at once, saying so.
+        self.node_watcher: Optional[Watcher] = None
+        if node is not None and node.get("metadata", {}).get("resourceVersion"):
+            self.node_watcher = Watcher(client, NODES, {"fieldSelector": f"metadata.name={opts.node}"},
+                                        initial={"items": [node], "metadata": {
+                                            "resourceVersion": node["metadata"]["resourceVersion"]}})
+            waited.append(self.node_watcher)
         # The NodeMaintenance is watched too: when someone ends the maintenance (recover.yml,
         # kubectl delete nm) the drain stops instead of evicting from a node back in service,
         # also when the run that started it was killed and left it running in the background.
         self.maintenance_watcher: Optional[Watcher] = None
-        waited: List[Watcher] = [self.watcher]
         if nm is not None:
             self.maintenance_watcher = Watcher(
                 client, maintenance.API, {"fieldSelector": f"metadata.name={nm['metadata']['name']}"},
@@ -259,17 +290,81 @@ class DrainRun:
             if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
                 self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
 
+    def fatal_text(self) -> str:
+        """The errors that stopped the drain: those of pods grouped (one per distinct error,
+        counted), then the others (pods that keep coming back) once each."""
+        per_pod = {message for _key, message in self.tracker.fatal_pods}
+        others = [returning.came_back_message(self.opts.node, self.opts.returning_pod_evictions, self.returned)
+                  if m == RETURNING else m
+                  for m in dict.fromkeys(m for m in self.tracker.fatal if m not in per_pod)]
+        return "; ".join(([group(self.tracker.fatal_pods)] if self.tracker.fatal_pods else []) + others)
+
     def refusal_event(self, pod: PendingPod, outcome: Outcome) -> str:
         if outcome.kind == FATAL:
             return outcome.message
         return f"{outcome.message} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
 
+    # -- pods that come back ---------------------------------------------------------------------
+    def look_for_returning(self, pods: Optional[List[Dict[str, Any]]] = None) -> int:
+        """Track the pods on the node that were not there at the list (or at the last look),
+        as the drain's own filters take them; how many were new. From the watch's view of the
+        node, and only when the watch brought something since the last look (no request)."""
+        if pods is None:
+            if self.waitable.changes == self.looked_at:
+                return 0
+            self.looked_at = self.waitable.changes
+            pods = list(self.watcher.objects.values())
+        new = 0
+        for pod in pods:
+            uid = pod.get("metadata", {}).get("uid", "")
+            if not uid or uid in self.seen_uids:
+                continue
+            self.seen_uids.add(uid)
+            plan = classify(pod, self.selection)
+            if plan.action == SKIP:  # DaemonSet, mirror, not selected: the drain leaves it, as at the start
+                continue
+            new += 1
+            why = returning.why_here(pod)
+            came = self.returned.setdefault(returning.workload(pod), [])
+            came.append((plan.key, why))
+            self.returned_pods.append({"namespace": plan.namespace, "name": plan.name, "reason": why})
+            self.may_return = self.may_return or returning.may_come_back(pod)
+            # pending in every case: the status never says 100 % while it is on the node
+            self.tracker.pending[plan.key] = PendingPod(plan, EVICT if plan.action == REFUSE else plan.action)
+            if plan.action == REFUSE:
+                self.tracker.fatal.append(refusal_message(self.opts.node, [plan]))
+                continue
+            if len(came) > self.opts.returning_pod_evictions:
+                if not self.overflowed:
+                    self.overflowed = True
+                    self.tracker.fatal.append(RETURNING)  # the message is made at the end, naming them all
+                continue
+            if self.may_return:
+                self.verified = False  # its replacement may come back too: look again before the end
+            self.record(DRAIN, f"Pod {plan.key} came back to node {self.opts.node} after the drain began: {why}. "
+                               f"Evicted again ({len(came)} of at most {self.opts.returning_pod_evictions} for "
+                               f"{returning.workload(pod)}, returning_pod_evictions)", plan.key, "Warning")
+        return new
+
+    def verify_empty(self) -> bool:
+        """Before the drain says it is done while replacements may come back: one fresh list of
+        the node's pods (a consistent read, so nothing bound before it is missed by a watch
+        event still on its way). True when no pod came back. Not made on the normal path."""
+        if self.verified:
+            return True
+        self.verified = True
+        fresh = list_objects(self.client, PODS, {"fieldSelector": f"spec.nodeName={self.opts.node}"})
+        return self.look_for_returning(fresh.get("items", [])) == 0
+
     # -- the wait ------------------------------------------------------------------------------
     def maintenance_ended(self) -> bool:
         return self.maintenance_watcher is not None and not self.maintenance_watcher.objects
 
+    def node_deleted(self) -> bool:
+        return self.node_watcher is not None and not self.node_watcher.objects
+
     def check(self) -> Optional[bool]:
-        if self.maintenance_ended():
+        if self.maintenance_ended() or self.node_deleted():
             return False
         # no eviction for a run that is gone, nor for a maintenance another run adopted
         self.run_guard.check()
@@ -277,6 +372,7 @@ class DrainRun:
             self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
+        self.look_for_returning()
         if self.tracker.fatal and not self.tracker.in_flight():
             return False
         if self.kubevirt is not None:
@@ -286,7 +382,11 @@ class DrainRun:
                 self.tracker.last_error = note
             if self.kubevirt.busy():  # a migration off the node is not over before KubeVirt says so
                 return None
-        return True if not self.tracker.pending else None
+        if self.tracker.pending:
+            return None
+        if not self.verify_empty():  # pods came back: the drain goes on with them
+            return None if not self.tracker.fatal else False
+        return True
 
     def run(self) -> Tuple[bool, str]:
         """Evict and wait; (finished, error message)."""
@@ -311,12 +411,16 @@ class DrainRun:
 
             finished = wait_until(self.waitable, self.check, self.opts.timeout, self.tracker.describe_pending,
                                   tick, TICK)
-            if not finished and self.maintenance_ended():
+            if not finished and self.node_deleted():
+                error = (f"drain of node {self.opts.node} stopped: the node was deleted (its Node object is gone "
+                         "from the cluster; its pods go with it). Not evicted: "
+                         f"{self.tracker.describe_pending()}")
+            elif not finished and self.maintenance_ended():
                 self.status.nm = None
                 error = (f"drain of node {self.opts.node} stopped: its NodeMaintenance was deleted, so the "
                          f"maintenance was ended elsewhere. Not evicted: {self.tracker.describe_pending()}")
             elif not finished:
-                error = (f"drain of node {self.opts.node} stopped: " + "; ".join(self.tracker.fatal)
+                error = (f"drain of node {self.opts.node} stopped: " + self.fatal_text()
                          + f". Still pending: {self.tracker.describe_pending()}")
         except WaitTimeout:
             error = (f"drain of node {self.opts.node} timed out after {self.opts.timeout:g} s; "
@@ -381,7 +485,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
                       api_requests=client.requests - first_request, warnings=warnings)
         return result
 
-    run = DrainRun(client, opts, nm, listing, plans, warnings)
+    run = DrainRun(client, opts, nm, listing, plans, warnings, node, selection)
     # A request retried while the API server restarts or throttles (client.py) never
     # outlasts the drain's own timeout, plus a little to write the final status.
     with client.time_budget(opts.timeout + FINISH_BUDGET):
@@ -397,6 +501,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         status=maintenance.summary(run.status.nm),
         warnings=warnings + run.events.warnings,
     )
+    result["returned"] = run.returned_pods
     if run.kubevirt is not None:
         result.update(migrations=run.kubevirt.status(), migrations_created=run.kubevirt.created)
     if not finished:

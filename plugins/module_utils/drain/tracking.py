@@ -21,6 +21,7 @@ RETRY = "retry"  # a transient failure (throttling, 5xx, conflict, connection) o
 FATAL = "fatal"  # retrying cannot help: the drain fails
 
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
+NAMES_SHOWN = 5  # pods named per distinct error in a message; the others are counted
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ class Tracker:
     retries: int = 0
     last_error: str = ""
     fatal: List[str] = field(default_factory=list)
+    fatal_pods: List[Tuple[str, str]] = field(default_factory=list)  # (pod key, message), for grouping
 
     @classmethod
     def of(cls, plans: Iterable[PodPlan], **kwargs: Any) -> Tracker:
@@ -138,6 +140,7 @@ class Tracker:
         self.last_error = outcome.message
         if outcome.kind == FATAL:
             self.fatal.append(outcome.message)
+            self.fatal_pods.append((key, outcome.message))
         else:
             pod.next_attempt = now + self.retry_delay
             if outcome.kind == REFUSED and pod.first_refusal is None:
@@ -161,11 +164,50 @@ class Tracker:
                  "accepted": p.accepted, "attempts": p.attempts, "last_error": p.last_error}
                 for p in sorted(self.pending.values(), key=lambda p: p.key)]
 
-    def describe_pending(self, limit: int = 20) -> str:
-        parts = [p.key + (f" ({p.last_error})" if p.last_error else " (deleting)" if p.accepted else "")
-                 for p in sorted(self.pending.values(), key=lambda p: p.key)[:limit]]
-        more = len(self.pending) - limit
-        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+    def describe_pending(self, limit: int = NAMES_SHOWN) -> str:
+        """The pending pods grouped by their last error, one part per distinct error with a
+        count (the same 403 for 30 pods is said once, not 30 times)."""
+        pods = sorted(self.pending.values(), key=lambda p: p.key)
+        entries = [(p.key, p.last_error or ("deleting" if p.accepted else "")) for p in pods]
+        return group(entries, limit=max(1, limit)) if entries else "none"
+
+    def fatal_summary(self) -> str:
+        """The errors that stopped the drain, one per distinct error with its count and pods."""
+        return group(self.fatal_pods) if self.fatal_pods else "; ".join(self.fatal)
+
+
+# -- errors grouped ----------------------------------------------------------------------------
+
+
+def generic(key: str, message: str) -> str:
+    """The message with this pod's name taken out, so the same error of many pods reads the
+    same: ``pod ns/a: ... /namespaces/ns/pods/a/eviction ... pods "a" is forbidden`` becomes
+    ``... /namespaces/ns/pods/*/eviction ... pods "*" is forbidden``."""
+    namespace, _sep, name = key.partition("/")
+    text = message.removeprefix(f"pod {key}: ").removeprefix(f"pod {key} ")
+    if name:
+        text = text.replace(f"/pods/{name}/", "/pods/*/").replace(f"/pods/{name})", "/pods/*)")
+        text = text.replace(f'"{name}"', '"*"').replace(f"Pod {key} ", "The pod ")
+    return text
+
+
+def group(entries: List[Tuple[str, str]], limit: int = NAMES_SHOWN) -> str:
+    """``403 ...: pods "*" is forbidden (x30 pods: ns/a, ns/b, ... and 25 more)``: one part per
+    distinct message (in the order first seen), its pods counted and the first few named."""
+    by_message: Dict[str, List[str]] = {}
+    for key, message in entries:
+        by_message.setdefault(generic(key, message), []).append(key)
+    parts = []
+    for message, keys in by_message.items():
+        more = len(keys) - limit
+        names = ", ".join(keys[:limit]) + (f" and {more} more" if more > 0 else "")
+        if not message:
+            parts.append(names)
+        elif len(keys) == 1:
+            parts.append(f"{keys[0]} ({message})")
+        else:
+            parts.append(f"{message} (x{len(keys)} pods: {names})")
+    return "; ".join(parts)
 
 
 # -- the NodeMaintenance status --------------------------------------------------------------

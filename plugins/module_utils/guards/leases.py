@@ -184,6 +184,16 @@ def renewed(lease: Lease, identity: str, duration: int, now: datetime, reset_acq
     return body
 
 
+def without_node_owner(body: Lease) -> Lease:
+    """A slot written by an earlier version carried the Node as owner: taken off at its next write."""
+    refs = [r for r in body["metadata"].get("ownerReferences") or [] if r.get("kind") != "Node"]
+    if refs:
+        body["metadata"]["ownerReferences"] = refs
+    else:
+        body["metadata"].pop("ownerReferences", None)
+    return body
+
+
 def summary(lease: Optional[Lease]) -> Optional[Dict[str, Any]]:
     """The spec and where it lives, for results and diffs."""
     if lease is None:
@@ -437,7 +447,9 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
     """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others).
     ``seen``: a list of the namespace just made by the caller, used for the first try."""
     node_name = node["metadata"]["name"]
-    owner = owner_reference(node)
+    # No owner reference to the Node (the node lease has one, as medik8s/common makes it): the
+    # garbage collector would delete the slot with a Node deleted mid-maintenance, and the
+    # cluster-wide limit would let another node go while this run is still ending its work.
     for attempt in range(MAX_ATTEMPTS):
         if attempt or seen is None:
             seen = list_leases(client, namespace)
@@ -456,9 +468,10 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
             if action == HELD:  # ours by node, left by a run that is gone: adopt it under our run
                 action = RENEW
             if existing is None:
-                body = with_run(new_lease(name, namespace, node_name, duration, now, owner, SLOT_LABELS), run_id)
+                body = with_run(new_lease(name, namespace, node_name, duration, now, None, SLOT_LABELS), run_id)
             else:
-                body = with_run(renewed(existing, node_name, duration, now, reset_acquire, owner), run_id)
+                body = without_node_owner(with_run(renewed(existing, node_name, duration, now, reset_acquire, None),
+                                                   run_id))
             if check_mode:
                 return Outcome(action, name, existing, body), slot_plan.blockers
             try:

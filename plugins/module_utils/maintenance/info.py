@@ -6,7 +6,7 @@ about, and groups them by node; 500 nodes cost four requests, not two thousand.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from .. import validation
 from ..api.client import Client
@@ -74,9 +74,60 @@ def validate(node: Optional[str], label_selector: Optional[str], label_key: str,
 
 
 def missing(only: Optional[List[str]], reports: List[Dict[str, Any]]) -> List[str]:
-    """The names of ``only`` that no node has (in the order asked, once each)."""
-    found = {r["node"] for r in reports}
+    """The names of ``only`` that no node has, nor a NodeMaintenance (in the order asked, once each)."""
+    found = {r["node"] for r in reports} | {r["maintenance"]["name"] for r in reports if r.get("maintenance")}
     return [name for name in dict.fromkeys(only or []) if name not in found]
+
+
+def orphans(client: Client, nms: List[Dict[str, Any]], names: set, only: Optional[List[str]],
+            everything: bool) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The NodeMaintenances to report beside the nodes read: those of a node that is gone
+    (deleted mid-maintenance: its NodeMaintenance, and our slot, outlive it), and, for a
+    NodeMaintenance asked for by its own name, the node it names. (nodes to add, gone names)"""
+    if everything:
+        return [], sorted({nm.get("spec", {}).get("nodeName", "") for nm in nms} - names - {""})
+    if only is None:
+        return [], []
+    wanted = set(only)
+    added: List[Dict[str, Any]] = []
+    gone: List[str] = []
+    for nm in nms:
+        node = nm.get("spec", {}).get("nodeName", "")
+        if not node or node in names or node in gone or any(n["metadata"]["name"] == node for n in added):
+            continue
+        if node in wanted:  # asked for by name and not read: it is not in the cluster
+            gone.append(node)
+        elif nm["metadata"]["name"] in wanted and validation.is_node_name(node):
+            read = client.get_or_none(node_path(node))
+            if read:
+                added.append(read)
+            else:
+                gone.append(node)
+    return added, gone
+
+
+def gone_report(name: str) -> Dict[str, Any]:
+    """What there is to say of a node that is not in the cluster any more."""
+    return {"node": name, "node_deleted": True, "ready": False, "unschedulable": False,
+            "excluded_from_remediation": False, "taints": [], "annotations": {}, "maintenance_taints": [],
+            "drain_taint": False}
+
+
+def node_report(n: Dict[str, Any], label_key: str) -> Dict[str, Any]:
+    """What the node itself says: readiness, cordon, label, taints, our marks."""
+    taints = n.get("spec", {}).get("taints") or []
+    return {
+        "node": n["metadata"]["name"],
+        "node_deleted": False,
+        "ready": is_ready(n),
+        "unschedulable": bool(n.get("spec", {}).get("unschedulable")),
+        "excluded_from_remediation": n.get("metadata", {}).get("labels", {}).get(label_key) == "true",
+        "taints": taints,
+        "annotations": {k: v for k, v in (n.get("metadata", {}).get("annotations") or {}).items()
+                        if k.startswith(MARK_PREFIX)},
+        "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
+        "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
+    }
 
 
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
@@ -105,15 +156,17 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
     nms = maintenance.list_all(client)
     leases = _leases(client)
     names = {n["metadata"]["name"] for n in nodes}
-    nm_by_node = {name: maintenance.find(client, name, nms) for name in names}
+    added, gone = orphans(client, nms, names, only, everything=not node and only is None and not label_selector)
+    nodes += added
+    names |= {n["metadata"]["name"] for n in added}
+    nm_by_node = {name: maintenance.find(client, name, nms) for name in names | set(gone)}
     alive_runs = lease_utils.alive_run_ids(leases, client.server_now())
-    event_names = names | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
+    event_names = names | set(gone) | {nm["metadata"]["name"] for nm in nm_by_node.values() if nm}
     # events_limit 0 asks for none: the cluster's events are not read at all
     events = _events_by_object(client, event_names, events_limit) if events_limit > 0 else {}
     reports = []
-    for n in sorted(nodes, key=lambda n: n["metadata"]["name"]):
-        name = n["metadata"]["name"]
-        taints = n.get("spec", {}).get("taints") or []
+    shown = [(n["metadata"]["name"], n) for n in nodes] + [(name, None) for name in gone]
+    for name, n in sorted(shown, key=lambda pair: pair[0]):
         nm = nm_by_node[name]
         node_leases = [
             {"name": lease["metadata"]["name"], "holder": lease.get("spec", {}).get("holderIdentity"),
@@ -128,15 +181,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         if nm:
             node_events = sorted(node_events + events.get(nm["metadata"]["name"], []), key=lambda e: e["lastTimestamp"])
         reports.append({
-            "node": name,
-            "ready": is_ready(n),
-            "unschedulable": bool(n.get("spec", {}).get("unschedulable")),
-            "excluded_from_remediation": n.get("metadata", {}).get("labels", {}).get(label_key) == "true",
-            "taints": taints,
-            "annotations": {k: v for k, v in (n.get("metadata", {}).get("annotations") or {}).items()
-                            if k.startswith(MARK_PREFIX)},
-            "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
-            "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
+            **(node_report(n, label_key) if n is not None else gone_report(name)),
             "maintenance": maintenance.summary(nm),
             "run": _run_of(nm, alive_runs),
             "leases": node_leases,

@@ -19,12 +19,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import validation
 from ..api.client import Client
-from ..errors import Conflict, InputError, NmoError, RefusedError
+from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
 from ..guards import disruption, leases, run
 from ..node import state
 from ..node.marks import EXCLUDE_FROM_REMEDIATION, begin_wanted, cordon_wanted, end_wanted, is_ready, marking
 from ..node.state import Wanted
-from ..node.taints import MAINTENANCE_TAINTS, node_path, read_node
+from ..node.taints import MAINTENANCE_TAINTS, NodeGone, node_path, read_node
 from . import crd, events, operator
 from . import record as maintenance
 
@@ -375,16 +375,14 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         name = nm["metadata"]["name"] if nm else None
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
-        if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
-            node_done = cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
-                               annotations=opts.annotations, remove_taints="taints" in reached)
-        else:  # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
-            applied = state.apply(client, opts.node, Wanted(remove=list(MAINTENANCE_TAINTS) if "taints" in reached
-                                                            else [], annotations=dict(opts.annotations or {})),
-                                  check_mode)
-            same = marking(applied.before, opts.label_key)
-            node_done = {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
-                         "taints_before": applied.before["taints"], "taints_after": applied.after["taints"]}
+        try:
+            node_done = _undo_node(client, recorder, opts, reached, check_mode)
+        except (NodeGone, NotFound):  # deleted during its maintenance: nothing on it to undo, the rest is
+            node_done = gone_node(opts.node)
+            result["node_deleted"] = True
+            recorder.warnings.append(f"node {opts.node} is not in the cluster any more (deleted during its "
+                                     "maintenance): nothing to uncordon or untaint; its leases and NodeMaintenance "
+                                     "are dealt with")
         progress.done("uncordon")
         progress.done("taints")
 
@@ -411,6 +409,27 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
               "after": {"maintenance": after_nm, **released["diff"]["after"], "taints": node_done["taints_after"],
                         **node_done["after"]}})
     return result
+
+
+def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, reached: Tuple[str, ...],
+               check_mode: bool) -> Dict[str, Any]:
+    if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
+        return cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
+                      annotations=opts.annotations, remove_taints="taints" in reached)
+    # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
+    applied = state.apply(client, opts.node, Wanted(remove=list(MAINTENANCE_TAINTS) if "taints" in reached
+                                                    else [], annotations=dict(opts.annotations or {})),
+                          check_mode)
+    same = marking(applied.before, opts.label_key)
+    return {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
+            "taints_before": applied.before["taints"], "taints_after": applied.after["taints"]}
+
+
+def gone_node(name: str) -> Dict[str, Any]:
+    """The node step's result for a node that is not in the cluster any more."""
+    nothing = {"unschedulable": False, "label": False}
+    return {"before": nothing, "after": nothing, "node": {}, "changed": False, "taints_before": [],
+            "taints_after": []}
 
 
 def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool,
@@ -448,6 +467,12 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     undo = roll_back or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
     if opts.mode == operator.STANDALONE and "maintenance" not in reached:
         undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
+    elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(node_path(opts.node)) is None:
+        # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
+        # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
+        # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.
+        undo = True
+        result["node_deleted"] = True
     result["changed"] = result["recorded"] or bool(recorder.recorded)
     if undo and reached:
         undone = rollback(client, opts, reached, keep_record=True, check_mode=check_mode)

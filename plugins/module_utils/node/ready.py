@@ -14,8 +14,9 @@ from typing import Any, Callable, Dict, Optional
 from .. import validation
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
-from ..errors import RefusedError, WaitTimeout
+from ..errors import WaitTimeout
 from .marks import is_ready
+from .taints import NodeGone
 
 
 def ready_condition(node: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -39,14 +40,16 @@ def not_ready_text(name: str, node: Optional[Dict[str, Any]]) -> str:
 def wait_ready(client: Client, name: str, timeout: float,
                clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
     """The node once its Ready condition is True; WaitTimeout after ``timeout`` seconds,
-    RefusedError when there is no such node or it is deleted meanwhile. A node Ready at
+    NodeGone (a RefusedError) when there is no such node or it is deleted meanwhile. A node Ready at
     once costs the one list; the watch starts from that list only when it is not."""
     validation.node_name(name)  # '' or '..' would list other nodes
     query = {"fieldSelector": f"metadata.name={name}"}
     listing = list_objects(client, "/api/v1/nodes", query)
     found = listing.get("items") or []
     if not found:
-        raise RefusedError(f'node "{name}" not found in cluster')  # as everywhere a node is read
+        # as everywhere a node is read; the role waits only for a node it has maintained
+        raise NodeGone(f'node "{name}" not found in cluster: it was deleted (or never existed), so it cannot '
+                       'become Ready')
     if is_ready(found[0]):
         return found[0]
     key = f"/{name}"
@@ -54,7 +57,7 @@ def wait_ready(client: Client, name: str, timeout: float,
         def check() -> Optional[Dict[str, Any]]:
             node = watcher.objects.get(key)
             if node is None:
-                raise RefusedError(not_ready_text(name, None))
+                raise NodeGone(not_ready_text(name, None))
             return node if is_ready(node) else None
 
         try:

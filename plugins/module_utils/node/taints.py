@@ -82,6 +82,10 @@ def node_path(name: str) -> str:
     return f"/api/v1/nodes/{path_segment(name)}"
 
 
+class NodeGone(RefusedError):
+    """The node is not in the cluster (never was, or was deleted during its maintenance)."""
+
+
 def read_node(client: Client, name: str) -> Dict[str, Any]:
     from .. import validation
 
@@ -89,4 +93,4 @@ def read_node(client: Client, name: str) -> Dict[str, Any]:
     try:
         return client.get(node_path(name))
     except NotFound:
-        raise RefusedError(f'node "{name}" not found in cluster') from None
+        raise NodeGone(f'node "{name}" not found in cluster') from None

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from ..drain.pod_filters import is_finished
+from ..drain.returning import tolerates
 from ..node.marks import is_ready
 from .quantity import CPU, MEMORY, PODS, amount, amounts, show
 
@@ -149,18 +150,6 @@ def selector_matches(pod: Obj, room: NodeRoom) -> bool:
     if required is None:
         return True
     return any(term_matches(t, room) for t in required.get("nodeSelectorTerms") or [])
-
-
-def tolerates(toleration: Obj, taint: Obj) -> bool:
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration["key"] != taint.get("key"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    if not toleration.get("key"):
-        return False  # an empty key needs operator Exists
-    return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def untolerated_taint(pod: Obj, room: NodeRoom) -> Optional[Obj]:

@@ -6,7 +6,8 @@ homes), then one server-side dry-run eviction (``dryRun=All``, nothing is writte
 parallel. Each node's pods are sorted by the drain's own filters (``pod_filters``), so the
 pre-flight and the drain agree on every pod. A node is ``no-go`` when its drain would not
 finish by itself: a pod guarded by a drain option that is off, a PodDisruptionBudget that
-can never allow the eviction, or replacement pods that would find no room while the node
+can never allow the eviction, a workload whose replacements would come back to the node
+(its pods tolerate the maintenance taints, drain/returning.py), or replacement pods that would find no room while the node
 and the others of its batch (``concurrency`` nodes, in the order given, as the role's
 ``serial`` batches go) are out. A budget that refuses only for now makes it ``warn``: the
 drain waits for it. Each batch's capacity is judged from the cluster as it is now.
@@ -22,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .. import validation
 from ..api.client import Client
-from ..drain import budgets
+from ..drain import budgets, returning
 from ..drain.drain import pod_path
 from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 from ..errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
@@ -188,6 +189,26 @@ def judge_options(report: NodeReport) -> None:
         report.blockers.append(f"{plan.key} needs {allow}: {plan.reason}")
 
 
+def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
+    """A no-go for each workload whose replacements the scheduler would put back on the node:
+    its pods tolerate both maintenance taints, so the cordon does not keep them off, and the
+    drained node, the emptiest, draws them. The drain would evict them again a few times
+    (returning_pod_evictions) and then fail: not a drain that finishes by itself."""
+    by_workload: Dict[str, List[str]] = {}
+    why: Dict[str, str] = {}
+    for plan in report.plans:
+        pod = pods[plan.key]
+        if plan.action in (EVICT, DELETE) and not is_finished(pod) and returning.may_come_back(pod):
+            name = returning.workload(pod)
+            by_workload.setdefault(name, []).append(plan.key)
+            why[name] = returning.letting_in(pod) or ""
+    for name, keys in sorted(by_workload.items()):
+        report.blockers.append(
+            f"replacements of {returning.names_text(keys)} ({name}) would come back to the node: its pods {why[name]}, "
+            "so the cordon does not keep them off; the drain would evict them again and fail. Keep the workload "
+            "off the node (a toleration without the maintenance taints, a node affinity) or scale it down first")
+
+
 def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, known: budgets.Budgets,
                    vm: Optional[kubevirt.Verdict] = None) -> None:
     guarding = known.guarding(pod)
@@ -314,6 +335,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             report.plans.append(plan)
             pods[plan.key] = pod
         judge_options(report)
+        judge_returning(report, pods)
     answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT)], opts.parallelism)
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     for report in reports:

@@ -51,10 +51,10 @@ MIRROR = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 def test_begin_records_an_administrators_cordon_and_a_maintenance_taint_found_on_the_node():
     cordoned = {"metadata": {"name": "w1"}, "spec": {"unschedulable": True, "taints": [MIRROR, DRAIN]}}
-    _, notes = marks.begin_marks(cordoned, KEY, "r1")
+    notes = marks.begin_marks(cordoned, KEY, "r1")[1]
     assert notes[marks.CORDONED_BEFORE] == "true"
     assert notes[marks.TAINTS_BEFORE] == "medik8s.io/drain:NoSchedule", "the mirror taint follows the cordon's record"
-    _, bare = marks.begin_marks({"metadata": {"name": "w1"}, "spec": {}}, KEY, "r1")
+    bare = marks.begin_marks({"metadata": {"name": "w1"}, "spec": {}}, KEY, "r1")[1]
     assert marks.CORDONED_BEFORE not in bare and marks.TAINTS_BEFORE not in bare
 
 

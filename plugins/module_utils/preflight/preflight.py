@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .. import validation
 from ..api.client import Client
 from ..drain import budgets
-from ..drain.dry_run import ALLOWED, FAILED, GONE, REFUSED, DryRun, dry_run_all, dry_run_eviction  # noqa: F401
+from ..drain.dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
 from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 from ..errors import InputError
 from ..kubevirt import objects as kubevirt

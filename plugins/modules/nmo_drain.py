@@ -41,11 +41,15 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Lists and sorts the pods; returns what would be evicted, deleted, waited for and skipped.
-      Evicts nothing and writes no status or event. Fails like a real run when an option guards a pod.
+    description: Lists and sorts the pods; returns what would be evicted, deleted, waited for and skipped,
+      and asks the API server, with a dry-run eviction of each pod to evict (C(dryRun=All), nothing is
+      written), whether its PodDisruptionBudget lets it go now (C(would_evict_now)). Evicts nothing and
+      writes no status or event. Fails like a real run when an option guards a pod. A O(maintenance)
+      that does not exist is taken for one that the begin's check mode only imagined.
   diff_mode:
-    support: none
-    description: A drain has no meaningful diff; the lists of pods are returned instead.
+    support: full
+    description: In check mode, the pods on the node before and, after, the plan for each (evict, allowed
+      now or refused by its budget with the server's message; delete; wait).
 options:
   node:
     description: Name of the node to drain.
@@ -143,6 +147,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+would_evict_now:
+  description:
+    - In check mode, the pods to evict (C(namespace/name)) that their PodDisruptionBudgets let go now
+      (C(allowed)) and those they refuse now, or that could not be judged (C(refused)).
+  returned: check mode
+  type: dict
 validated:
   description: True when O(validate_only) checked the options (nothing else is returned then).
   returned: with O(validate_only=true)

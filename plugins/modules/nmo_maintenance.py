@@ -22,10 +22,13 @@ description:
     record O(events) on the C(NodeMaintenance), then delete it (C(RemovedMaintenance)).
   - O(state=failed), the maintenance failed with O(error). The C(NodeMaintenance) keeps the
     story (phase C(Failed), C(lastError), C(FailedMaintenance); in operator mode the status is
-    NMO's). With O(rollback=true) the node then returns to service; the steps of O(reached) are
-    undone as by O(state=absent), and the C(NodeMaintenance) is kept as the record (in operator
-    mode it is deleted, which is how NMO is told to let the node go). With O(rollback=false) the
-    node stays in maintenance for a later run to resume. A maintenance that another run, alive,
+    NMO's). Then, as O(policy) decides for the O(phase) that failed, the node returns to
+    service (the steps of O(reached) are undone as by O(state=absent), and the
+    C(NodeMaintenance) is kept as the record; in operator mode it is deleted, which is how NMO
+    is told to let the node go), or stays in maintenance, its leases held, for a later run to
+    resume. C(message) says what was done and where the node stands. When the record or the
+    rollback is refused (RBAC revoked, say), the failure's C(msg) says what the node is left
+    with as far as the call knows, and what to run. A maintenance that another run, alive,
     holds now is left to it (C(left_to)); nothing is recorded or undone.
   - Each call stops at the first error. The failure carries C(reached), the steps that were
     done; O(state=failed) with that O(reached) undoes exactly those.
@@ -97,10 +100,36 @@ options:
     choices: [maintenance, lease, taints, cordon]
   rollback:
     description:
-      - With O(state=failed), V(true) returns the node to service; V(false) keeps it in
-        maintenance (the role's C(node_maintenance_failure_policy=keep)).
+      - With O(state=failed) and no O(policy), V(true) returns the node to service whatever
+        the phase; V(false) keeps it in maintenance.
     type: bool
     default: true
+  policy:
+    description:
+      - With O(state=failed), the failure policy, which decides from the O(phase) that failed.
+        V(auto) rolls back a node that failed before its work began (phases V(begin),
+        V(before_drain), V(drain)) or in the V(end), and keeps out of service, cordoned and
+        tainted with its leases held, a node whose work failed (V(work), V(ready), V(gate),
+        V(confirm)). V(rollback) and V(keep) apply to every phase. Overrides O(rollback).
+    type: str
+    choices: [auto, rollback, keep]
+  phase:
+    description:
+      - With O(state=failed), the phase that failed. Omitted, it is told by O(failed_task)
+        and O(drained).
+    type: str
+    choices: [begin, before_drain, drain, work, ready, gate, confirm, end]
+  failed_task:
+    description:
+      - With O(state=failed) and no O(phase), the name of the task that failed; the role's
+        tasks name their phase (C(Begin |), C(Drain |), C(Ready |), C(Gate |), C(Confirm |),
+        C(End |)); any other task is a hook, before the drain or, once O(drained), a work hook.
+    type: str
+    default: ""
+  drained:
+    description: With O(state=failed) and no O(phase), whether the node's drain had completed.
+    type: bool
+    default: false
   mode:
     description:
       - V(standalone), this collection does the node's work. V(operator), a running Node
@@ -169,6 +198,25 @@ left_to:
   description: The run, alive, that holds the maintenance now; nothing was done for it.
   returned: state=failed
   type: str
+kept:
+  description: Whether the node was kept out of service (cordoned, tainted, its leases held) by the policy.
+  returned: state=failed
+  type: bool
+phase:
+  description: The phase that failed.
+  returned: state=failed
+  type: str
+policy:
+  description: The failure policy applied.
+  returned: state=failed
+  type: str
+message:
+  description:
+    - The failed node's last line, for the operator. What failed, what was done about it and why
+      (the policy and the phase), where the node stands now as read after it (cordoned, tainted,
+      the NodeMaintenance's phase, the leases held and for how long) and the command that ends it.
+  returned: state=failed
+  type: str
 maintenance:
   description: The NodeMaintenance (name, phase, drainProgress, pendingPods, lastError).
   returned: always
@@ -232,7 +280,7 @@ api_requests_by:
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import failure, lifecycle
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 
 
@@ -245,7 +293,9 @@ def core(client, params, check_mode):
         return lifecycle.end(client, opts, check_mode)
     if params["state"] == "failed":
         reached = params["reached"] if params["reached"] is not None else list(lifecycle.BEGIN_STEPS)
-        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode)
+        phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
+        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode,
+                                policy=params["policy"], phase=phase)
     return lifecycle.begin(client, opts, check_mode)
 
 
@@ -262,6 +312,10 @@ ARGUMENT_SPEC = {
     "error": {"type": "str", "default": ""},
     "reached": {"type": "list", "elements": "str", "choices": list(lifecycle.BEGIN_STEPS)},
     "rollback": {"type": "bool", "default": True},
+    "policy": {"type": "str", "choices": list(failure.POLICIES)},
+    "phase": {"type": "str", "choices": list(failure.PHASES)},
+    "failed_task": {"type": "str", "default": ""},
+    "drained": {"type": "bool", "default": False},
     "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"}}
 
 

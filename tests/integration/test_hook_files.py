@@ -133,8 +133,9 @@ def test_a_file_that_disappears_after_the_check_lands_in_the_rescue(cluster, wor
     remover.write_text("- name: Something removes the next file\n  ansible.builtin.file:\n"
                        f"    path: {doomed}\n    state: absent\n")
     inventory = write_inventory(world, tmp_path)
+    # rollback asked for: under the default (auto) a work hook or gate that fails keeps the node out
     extra = {"node_maintenance_hooks_before_drain": [str(remover)], option: [str(doomed)]
-             if option == "node_maintenance_hooks_work" else str(doomed)}
+             if option == "node_maintenance_hooks_work" else str(doomed), "node_maintenance_failure_policy": "rollback"}
 
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"], extra_vars=extra)
 

@@ -148,8 +148,9 @@ def test_operator_mode_failure_rolls_back_through_nmo_and_stops_the_play(medik8s
     failing.write_text("- name: Replace the memory\n  ansible.builtin.fail:\n    msg: DIMM slot 3 not detected\n"
                        f"  when: inventory_hostname == '{w1}'\n")
     inventory = write_inventory(world, tmp_path)
+    # rollback asked for: under the default (auto) a failed work hook keeps the node out
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
-                 extra_vars={"node_maintenance_hooks_work": [str(failing)]})
+                 extra_vars={"node_maintenance_hooks_work": [str(failing)], "node_maintenance_failure_policy": "rollback"})
     assert result.proc.returncode != 0
     assert "mode operator" in result.output, "auto did not find NMO"
     assert f"maintenance of node {w1} failed" in result.output and "It was rolled back" in result.output

@@ -205,6 +205,8 @@ def test_recover_removes_what_a_deleted_nodemaintenance_left_behind(cluster, wor
 
 
 def test_failing_hook_rolls_back_that_node_and_stops_the_play(cluster, world, user, tmp_path):
+    # rollback asked for: the default (auto) keeps a node whose work failed out of service
+    # (test_truth_lifecycle.py)
     world.add_nodes(workers=3)
     w1, w2, w3 = world.workers
     world.deployment("web", 3)
@@ -215,7 +217,7 @@ def test_failing_hook_rolls_back_that_node_and_stops_the_play(cluster, world, us
 
     with NodeRecorder(cluster.client, world) as nodes:
         result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
-                     extra_vars={"node_maintenance_hooks_work": [failing]})
+                     extra_vars={"node_maintenance_hooks_work": [failing], "node_maintenance_failure_policy": "rollback"})
     assert result.proc.returncode != 0
     assert f"maintenance of node {w2} failed" in result.output and "DIMM slot 3 not detected" in result.output
     assert nodes.order == [w1, w2], f"the play went on after the failure: {nodes.history}"

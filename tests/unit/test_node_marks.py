@@ -27,7 +27,8 @@ def test_the_end_removes_the_label_only_when_it_is_ours():
     assert marks.ours_to_unlabel(node({marks.MAINTAINED_BY: "r1", marks.LABEL_ADDED: "true"}))
     assert not marks.ours_to_unlabel(node({marks.MAINTAINED_BY: "r1"})), "it was there before we came"
     assert marks.ours_to_unlabel(node({})), "no record at all: as before marks were kept"
-    assert marks.end_marks() == {marks.MAINTAINED_BY: None, marks.LABEL_ADDED: None}
+    assert marks.end_marks() == {marks.MAINTAINED_BY: None, marks.LABEL_ADDED: None, marks.CORDONED_BEFORE: None,
+                                 marks.TAINTS_BEFORE: None}
 
 
 def test_uncordon_keeps_an_administrators_label_and_forgets_our_marks():
@@ -42,3 +43,34 @@ def test_uncordon_keeps_an_administrators_label_and_forgets_our_marks():
 
 def test_the_end_also_removes_the_maintenance_taints():
     assert marks.end_wanted({"metadata": {}}, KEY).remove == marks.MAINTENANCE_TAINTS
+
+
+DRAIN = {"key": "medik8s.io/drain", "effect": "NoSchedule"}
+MIRROR = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+
+
+def test_begin_records_an_administrators_cordon_and_a_maintenance_taint_found_on_the_node():
+    cordoned = {"metadata": {"name": "w1"}, "spec": {"unschedulable": True, "taints": [MIRROR, DRAIN]}}
+    notes = marks.begin_marks(cordoned, KEY, "r1")[1]
+    assert notes[marks.CORDONED_BEFORE] == "true"
+    assert notes[marks.TAINTS_BEFORE] == "medik8s.io/drain:NoSchedule", "the mirror taint follows the cordon's record"
+    bare = marks.begin_marks({"metadata": {"name": "w1"}, "spec": {}}, KEY, "r1")[1]
+    assert marks.CORDONED_BEFORE not in bare and marks.TAINTS_BEFORE not in bare
+
+
+def test_the_end_leaves_what_was_there_before_and_says_so():
+    notes = {marks.MAINTAINED_BY: "r1", marks.LABEL_ADDED: "true", marks.CORDONED_BEFORE: "true",
+             marks.TAINTS_BEFORE: "medik8s.io/drain:NoSchedule"}
+    node = {"metadata": {"annotations": notes}, "spec": {"unschedulable": True, "taints": [MIRROR, DRAIN]}}
+    wanted = marks.end_wanted(node, KEY)
+    assert wanted.unschedulable is None and wanted.remove == [], "the cordon and both taints stay"
+    assert wanted.labels == {KEY: None} and wanted.annotations[marks.CORDONED_BEFORE] is None
+    assert marks.left_as_found("w1", node) == [
+        "node w1 was cordoned before the maintenance began: left cordoned",
+        "node w1 had the taint medik8s.io/drain:NoSchedule before the maintenance began: left in place"]
+    only_taint = {"metadata": {"annotations": {marks.MAINTAINED_BY: "r1", marks.TAINTS_BEFORE: "medik8s.io/drain:NoSchedule"}}}
+    wanted = marks.end_wanted(only_taint, KEY)
+    assert wanted.unschedulable is False and wanted.remove == [MIRROR]
+    assert marks.left_as_found("w1", {"metadata": {}}) == []
+    assert marks.left_as_found("w1", node, ending=False)[0] == (
+        "node w1 was cordoned before the maintenance began: it stays cordoned after it")

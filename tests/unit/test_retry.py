@@ -438,13 +438,13 @@ def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
 
 # -- the pre-flight's dry runs ---------------------------------------------------------------------
 def dry_run(*answers: Any) -> Any:
+    from ansible_collections.nmo.maintenance.plugins.module_utils.drain import dry_run as evictions
     from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import PodPlan
-    from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import preflight
 
     client = fake_client(*answers)
     client.retry = retry.RetryPolicy(budget=0.05, first=0.001, cap=0.002)
     plan = PodPlan(namespace="ns", name="p", uid="u1", action="evict", reason="")
-    return preflight.dry_run_eviction(client, plan), client
+    return evictions.dry_run_eviction(client, plan), client
 
 
 def test_a_dry_run_refused_by_a_budget_is_a_refusal_asked_once() -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from .. import validation
-from ..api.client import Client, path_segment
+from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
 from ..guards import run
@@ -28,8 +28,19 @@ from ..kubevirt.objects import MODES as KUBEVIRT_MODES
 from ..maintenance import record as maintenance
 from ..maintenance.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..node.taints import read_node
-from . import returning
-from .pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, refusal_message
+from . import dry_run, returning
+from .pod_filters import (
+    DELETE,
+    EVICT,
+    REFUSE,
+    SKIP,
+    WAIT,
+    PodPlan,
+    SelectionOptions,
+    classify,
+    pod_path,
+    refusal_message,
+)
 from .tracking import (
     FATAL,
     REFUSED,
@@ -115,10 +126,6 @@ class DrainOptions:
 
 
 # -- requests ---------------------------------------------------------------------------------
-def pod_path(plan: PodPlan) -> str:
-    return f"/api/v1/namespaces/{path_segment(plan.namespace)}/pods/{path_segment(plan.name)}"
-
-
 def delete_options(plan: PodPlan, grace_period: Optional[int]) -> Dict[str, Any]:
     # The UID precondition keeps a request from hitting a replacement of the same name.
     options: Dict[str, Any] = {"preconditions": {"uid": plan.uid}}
@@ -142,10 +149,12 @@ def send(client: Client, plan: PodPlan, action: str, grace_period: Optional[int]
     return outcome_of(None, plan.key)
 
 
-def read_maintenance(client: Client, opts: DrainOptions) -> Optional[Dict[str, Any]]:
+def read_maintenance(client: Client, opts: DrainOptions, check_mode: bool = False) -> Optional[Dict[str, Any]]:
     if not opts.maintenance:
         return None
     nm = maintenance.get(client, opts.maintenance)
+    if nm is None and check_mode:  # a dry run's begin only imagined it: the drain's dry run goes on without
+        return None
     if nm is None:
         raise InputError(f"NodeMaintenance {opts.maintenance} not found: create it first, "
                          "or leave maintenance unset to drain without one")
@@ -459,17 +468,38 @@ def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[s
     return out
 
 
+def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dict[str, Any]:
+    """The drain's dry run: each pod it would act on, and whether its PodDisruptionBudget lets
+    it go now (a server-side dry-run eviction, nothing written), as a diff of the pods on the
+    node before and after."""
+    evicting = [p for p in acting if p.action == EVICT]
+    answers = dry_run.dry_run_all(client, evicting, opts.parallelism)
+    plan = {}
+    for p in acting:
+        if p.action == EVICT:
+            plan[p.key] = "evict: " + dry_run.verdict_text(answers[p.key])
+        elif p.action == DELETE:
+            plan[p.key] = "delete (finished, or eviction disabled)"
+        else:
+            plan[p.key] = "wait for it (already being deleted)"
+    refused = [k for k, a in answers.items() if a.answer != dry_run.ALLOWED]
+    return {"would_evict_now": {"allowed": [k for k, a in answers.items() if a.answer == dry_run.ALLOWED],
+                                "refused": refused},
+            "diff": {"before": {"pods": sorted(plan)},
+                     "after": {"pods": [], "plan": plan}}}
+
+
 def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[str, Any]:
     """Drain ``opts.node``; returns the result, raises DrainFailed (result in details)."""
     started, first_request = time.monotonic(), client.requests
     opts.validate()
     node = read_node(client, opts.node)
-    nm = read_maintenance(client, opts)
+    nm = read_maintenance(client, opts, check_mode)
     listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
     plans = [classify(pod, selection) for pod in listing.get("items", [])]
     warnings: List[str] = []
-    if not node.get("spec", {}).get("unschedulable"):
+    if not node.get("spec", {}).get("unschedulable") and not check_mode:  # a dry run's begin cordoned nothing
         warnings.append(f"node {opts.node} is schedulable: evicted pods may be scheduled back onto it; cordon it first")
     result: Dict[str, Any] = {
         "node": opts.node, "maintenance": opts.maintenance, "pods_found": len(plans),
@@ -481,6 +511,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
     acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT)]
     if check_mode:
         result.update({f"would_{a}": [p.brief() for p in acting if p.action == a] for a in (EVICT, DELETE, WAIT)})
+        result.update(check_plan(client, opts, acting))
         result.update(changed=bool(acting), elapsed=round(time.monotonic() - started, 3),
                       api_requests=client.requests - first_request, warnings=warnings)
         return result

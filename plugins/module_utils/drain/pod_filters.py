@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..api.client import path_segment
 from ..errors import InputError
 
 Pod = Dict[str, Any]
@@ -258,3 +259,7 @@ def refusal_message(node: str, refused: List[PodPlan]) -> str:
     lines = [f"{p.key}: {p.reason} (allow with {' and '.join(o + '=true' for o in p.options)})" for p in refused]
     return (f"cannot drain node {node}: {len(refused)} pod(s) are guarded by drain options that are off; "
             "nothing was evicted. " + "; ".join(lines))
+
+
+def pod_path(plan: PodPlan) -> str:
+    return f"/api/v1/namespaces/{path_segment(plan.namespace)}/pods/{path_segment(plan.name)}"

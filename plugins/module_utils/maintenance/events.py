@@ -32,6 +32,7 @@ CORDON = "Cordon"
 DRAIN = "Drain"
 ETCD_BLOCKED = "EtcdQuorumNotMaintained"
 RESUME_MAINTENANCE = "ResumeMaintenance"
+KEPT_AS_FOUND = "KeptAsFound"
 
 REASONS: Dict[str, tuple] = {
     BEGIN_MAINTENANCE: ("Normal", "Begin a node maintenance"),
@@ -48,6 +49,7 @@ REASONS: Dict[str, tuple] = {
     DRAIN: ("Normal", "Drain a node"),
     ETCD_BLOCKED: ("Warning", "etcd quorum is not maintained"),
     RESUME_MAINTENANCE: ("Normal", "Resumed a node maintenance left by a run that is gone"),
+    KEPT_AS_FOUND: ("Normal", "Left what the node had before the maintenance began"),
 }
 
 

@@ -22,10 +22,19 @@ from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
 from ..guards import disruption, leases, run
 from ..node import state
-from ..node.marks import EXCLUDE_FROM_REMEDIATION, begin_wanted, cordon_wanted, end_wanted, is_ready, marking
+from ..node.marks import (
+    EXCLUDE_FROM_REMEDIATION,
+    begin_wanted,
+    cordon_wanted,
+    end_wanted,
+    found_before,
+    is_ready,
+    left_as_found,
+    marking,
+)
 from ..node.state import Wanted
 from ..node.taints import MAINTENANCE_TAINTS, NodeGone, node_path, read_node
-from . import crd, events, operator
+from . import crd, events, failure, info, operator
 from . import record as maintenance
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
@@ -173,18 +182,23 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
 
     done = state.apply(client, name, want, check_mode, node=node)
     before, after = marking(done.before, label_key), marking(done.after, label_key)
+    # what the begin found on the node and the end leaves (an administrator's cordon, a taint)
+    kept = left_as_found(name, {"metadata": {"annotations": done.before["annotations"]}}) if remove_taints else []
+    target = dict(done.node)
+    target.setdefault("apiVersion", "v1")
+    target.setdefault("kind", "Node")
     if done.changed and before != after:  # an annotation alone is not worth an event
         if unschedulable and maintenance_name:
             nm = maintenance.get(client, maintenance_name)
             if nm:
                 recorder.record(nm, events.CORDON, f"Cordoned node {name}")
-        elif not unschedulable:
-            target = dict(done.node)
-            target.setdefault("apiVersion", "v1")
-            target.setdefault("kind", "Node")
+        elif not unschedulable and before["unschedulable"] and not after["unschedulable"]:
             recorder.record(target, events.UNCORDON_NODE)
+    for said in kept:
+        recorder.record(target, events.KEPT_AS_FOUND, said[0].upper() + said[1:])
     return {"before": before, "after": after, "node": done.node, "changed": done.changed,
-            "taints_before": done.before["taints"], "taints_after": done.after["taints"], "held": done.held}
+            "taints_before": done.before["taints"], "taints_after": done.after["taints"], "held": done.held,
+            "left_as_found": kept}
 
 
 # -- the two calls ---------------------------------------------------------------------------------
@@ -249,8 +263,10 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         waited=lease.get("waited", 0.0),
         taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
         events=recorder.recorded,
-        warnings=[w for w in [(result.get("crd") or {}).get("warning")] if w] + lease.get("warnings", [])
-        + recorder.warnings,
+        # what someone else had put on the node stays after the end: said now, when it matters to plan
+        warnings=[w for w in [(result.get("crd") or {}).get("warning")] if w]
+        + left_as_found(opts.node, {"metadata": {"annotations": done.after["annotations"]}}, ending=False)
+        + lease.get("warnings", []) + recorder.warnings,
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"], "taints": taints_before,
                          **cordoned["before"]},
               "after": {"maintenance": view(nm), **lease["diff"]["after"], "taints": taints_after,
@@ -403,7 +419,9 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         reached=progress.reached, maintenance=maintenance.summary(nm), deleted=deleted,
         released=released["released"], not_released=released["not_released"],
         taints=node_done["taints_after"], cordon=node_done["after"], ready=is_ready(node_done["node"]),
-        events=recorder.recorded, warnings=released.get("warnings", []) + recorder.warnings,
+        left_as_found=node_done["left_as_found"],
+        events=recorder.recorded,
+        warnings=node_done["left_as_found"] + released.get("warnings", []) + recorder.warnings,
         diff={"before": {"maintenance": view(nm), **released["diff"]["before"],
                          "taints": node_done["taints_before"], **node_done["before"]},
               "after": {"maintenance": after_nm, **released["diff"]["after"], "taints": node_done["taints_after"],
@@ -416,74 +434,110 @@ def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, re
     if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
         return cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
                       annotations=opts.annotations, remove_taints="taints" in reached)
+
     # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
-    applied = state.apply(client, opts.node, Wanted(remove=list(MAINTENANCE_TAINTS) if "taints" in reached
-                                                    else [], annotations=dict(opts.annotations or {})),
-                          check_mode)
+    def untaint(read: Dict[str, Any]) -> Wanted:
+        had = found_before(read)[1]  # a maintenance taint that was there before the begin stays
+        return Wanted(remove=[t for t in MAINTENANCE_TAINTS if t not in had] if "taints" in reached else [],
+                      annotations=dict(opts.annotations or {}))
+
+    applied = state.apply(client, opts.node, untaint, check_mode)
     same = marking(applied.before, opts.label_key)
     return {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
-            "taints_before": applied.before["taints"], "taints_after": applied.after["taints"]}
+            "taints_before": applied.before["taints"], "taints_after": applied.after["taints"],
+            "left_as_found": []}
 
 
 def gone_node(name: str) -> Dict[str, Any]:
     """The node step's result for a node that is not in the cluster any more."""
     nothing = {"unschedulable": False, "label": False}
     return {"before": nothing, "after": nothing, "node": {}, "changed": False, "taints_before": [],
-            "taints_after": []}
+            "taints_after": [], "left_as_found": []}
 
 
-def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool,
-           check_mode: bool = False) -> Dict[str, Any]:
-    """A maintenance that failed, in one call: record it, then roll back or keep.
+def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool = True,
+           check_mode: bool = False, policy: Optional[str] = None, phase: str = failure.WORK) -> Dict[str, Any]:
+    """A maintenance that failed, in one call: record it, then roll back or keep, then say where
+    the node stands (``message``, the failed node's last line).
 
     The NodeMaintenance keeps the story (phase Failed, lastError, a FailedMaintenance event;
-    in operator mode the status is NMO's). With ``roll_back`` the node returns to service
-    (``rollback`` of the steps in ``reached``, the NodeMaintenance kept); without, it stays in
-    maintenance for a later run to resume, except that a slot taken in operator mode for a
-    NodeMaintenance never made is released. A maintenance another live run holds now (it
-    adopted it meanwhile) is that run's: nothing is recorded or undone.
+    in operator mode the status is NMO's). ``policy`` (failure.py) decides from the ``phase``
+    that failed whether the node returns to service (``rollback`` of the steps in
+    ``reached``, the NodeMaintenance kept) or stays in maintenance, its leases held, for a
+    later run to resume; without ``policy``, ``roll_back`` says it for every phase. A slot
+    taken in operator mode for a NodeMaintenance never made is released either way. A
+    maintenance another live run holds now (it adopted it meanwhile) is that run's: nothing
+    is recorded or undone.
+
+    When the API server refuses the record or the rollback (RBAC revoked, say), the error's
+    message still says what the node is left with as far as this run knows, and what to run.
     """
     opts.validate()
+    if policy is None:
+        policy = failure.ROLLBACK if roll_back else failure.KEEP
+    kept = failure.keeps(policy, phase)
     reached = list(reached)
     result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
-                              "warnings": [], "diff": {"before": {}, "after": {}}}
+                              "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
+                              "kept": False}
     recorder = events.EventRecorder(client, check_mode)
-    nm = maintenance.find(client, opts.node) if reached else None
+    nm: Optional[Dict[str, Any]] = None
     try:
-        refuse_if_live_run(client, nm, opts.run_id, opts.node)
-    except run.OwnedByLiveRun as exc:
-        result.update(left_to=exc.details.get("owner_run"), reached=[], warnings=[str(exc)])
-        return result
-    if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
+        nm = maintenance.find(client, opts.node) if reached else None
         try:
-            nm, result["recorded"] = maintenance.update_status(
-                client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
-            if result["recorded"]:  # the same failure told again is not news
-                recorder.record(nm, events.FAILED_MAINTENANCE, f"Failed a node maintenance: {truncate(error, 900)}")
-        except NmoError as exc:  # the rollback below must run even if the API refuses this
-            result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
-                                      f"{nm['metadata']['name']}: {exc}")
-    undo = roll_back or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
-    if opts.mode == operator.STANDALONE and "maintenance" not in reached:
-        undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
-    elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(node_path(opts.node)) is None:
-        # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
-        # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
-        # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.
-        undo = True
-        result["node_deleted"] = True
-    result["changed"] = result["recorded"] or bool(recorder.recorded)
-    if undo and reached:
-        undone = rollback(client, opts, reached, keep_record=True, check_mode=check_mode)
-        result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
-        result["changed"] = result["changed"] or undone["changed"]
-        result["rolled_back"] = True
-        result["warnings"] += undone.get("warnings", [])
-        result["events"] = undone.get("events", [])
+            refuse_if_live_run(client, nm, opts.run_id, opts.node)
+        except run.OwnedByLiveRun as exc:
+            result.update(left_to=exc.details.get("owner_run"), reached=[], warnings=[str(exc)],
+                          message=failure.message(opts.node, error, {**result, "reached": reached}))
+            return result
+        if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
+            try:
+                nm, result["recorded"] = maintenance.update_status(
+                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
+                if result["recorded"]:  # the same failure told again is not news
+                    recorder.record(nm, events.FAILED_MAINTENANCE,
+                                    f"Failed a node maintenance: {truncate(error, 900)}")
+            except NmoError as exc:  # the rollback below must run even if the API refuses this
+                result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
+                                          f"{nm['metadata']['name']}: {exc}")
+        undo = not kept or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
+        if opts.mode == operator.STANDALONE and "maintenance" not in reached:
+            undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
+        elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(node_path(opts.node)) is None:
+            # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
+            # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
+            # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.
+            undo = True
+            result["node_deleted"] = True
+        result["kept"] = kept and "maintenance" in reached and not result.get("node_deleted")
+        result["changed"] = result["recorded"] or bool(recorder.recorded)
+        if undo and reached:
+            undone = rollback(client, opts, reached, keep_record=True, check_mode=check_mode)
+            result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
+            result["changed"] = result["changed"] or undone["changed"]
+            result["rolled_back"] = True
+            result["warnings"] += undone.get("warnings", [])
+            result["events"] = undone.get("events", [])
+    except NmoError as exc:
+        name = nm["metadata"]["name"] if nm else None
+        raise NmoError(failure.unrecorded_message(
+            opts.node, error, str(exc), failure.known_state(reached, name, opts.lease.duration)),
+            reached=reached, phase=phase, policy=policy) from None
     result["events"] = recorder.recorded + result["events"]
     result["warnings"] += recorder.warnings
     result["maintenance"] = maintenance.summary(nm)
+    report = None
+    if reached and not check_mode:  # where the node stands now, read once: the operator's last line says it
+        try:
+            report = info.describe(client, node=opts.node, label_key=opts.label_key, events_limit=0)[0]
+        except NmoError:
+            report = None
+    result["message"] = failure.message(opts.node, error, {
+        **result, "reached": reached, "check_mode": check_mode, "maintenance": (nm or {}).get("metadata", {}).get("name"),
+        "warnings": [w for w in result["warnings"] if w.startswith("the failure could not be recorded")],
+        "state": failure.node_state(report, client.server_now()) if report else
+        failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})
     return result
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from .state import Wanted
-from .taints import MAINTENANCE_TAINTS
+from .taints import MAINTENANCE_TAINTS, UNSCHEDULABLE_TAINT, Taint, same_taint
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
 # This collection's own marks on a node it put in maintenance, so that the end and
@@ -13,6 +13,11 @@ EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
 # exclude-from-remediation label was added by us (an administrator's own label is kept).
 MAINTAINED_BY = "nmo.maintenance/maintained-by"
 LABEL_ADDED = "nmo.maintenance/label-added"
+# What the node had before the begin, written in the begin's own patch (so a run killed right
+# after it, and recover.yml, still know): an administrator's cordon, and maintenance taints
+# someone else had put on. The end, a rollback and recover.yml leave those as they found them.
+CORDONED_BEFORE = "nmo.maintenance/cordoned-before"
+TAINTS_BEFORE = "nmo.maintenance/taints-before"
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
@@ -26,14 +31,43 @@ Marks = Dict[str, Optional[str]]
 
 def begin_marks(node: Dict[str, Any], label_key: str, run_id: str = "") -> Tuple[Marks, Marks]:
     """(labels, annotations) the begin sets with the cordon: the label, and the record that
-    we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before). A resumed
-    maintenance (MAINTAINED_BY already there) keeps its first record."""
+    we did (MAINTAINED_BY; LABEL_ADDED when the label was not there before; CORDONED_BEFORE
+    and TAINTS_BEFORE for what someone else had put on). A resumed maintenance
+    (MAINTAINED_BY already there) keeps its first record."""
     meta = node.get("metadata", {})
     notes = meta.get("annotations") or {}
     if notes.get(MAINTAINED_BY) is not None:
         return {label_key: "true"}, {}
     had_label = (meta.get("labels") or {}).get(label_key) == "true"
-    return {label_key: "true"}, {MAINTAINED_BY: run_id or "standalone", **({} if had_label else {LABEL_ADDED: "true"})}
+    record: Marks = {MAINTAINED_BY: run_id or "standalone", **({} if had_label else {LABEL_ADDED: "true"})}
+    if node.get("spec", {}).get("unschedulable"):
+        record[CORDONED_BEFORE] = "true"
+    # the unschedulable taint follows the cordon (state.py): the cordon's record says it
+    had = [t for t in MAINTENANCE_TAINTS if not same_taint(t, UNSCHEDULABLE_TAINT)
+           and any(same_taint(t, n) for n in node.get("spec", {}).get("taints") or [])]
+    if had:
+        record[TAINTS_BEFORE] = ",".join(f"{t['key']}:{t['effect']}" for t in had)
+    return {label_key: "true"}, record
+
+
+def found_before(node: Dict[str, Any]) -> Tuple[bool, List[Taint]]:
+    """(cordoned before the begin, the maintenance taints the node had before it), from the
+    begin's record on the node."""
+    notes = node.get("metadata", {}).get("annotations") or {}
+    kept = [t for t in MAINTENANCE_TAINTS
+            if f"{t['key']}:{t['effect']}" in (notes.get(TAINTS_BEFORE) or "").split(",")]
+    return notes.get(CORDONED_BEFORE) == "true", kept
+
+
+def left_as_found(name: str, node: Dict[str, Any], ending: bool = True) -> List[str]:
+    """What the end leaves in place because it was there before the maintenance began, said
+    for the operator: by the end (``ending``), or ahead of it by the begin."""
+    cordoned, taints = found_before(node)
+    said = [f"node {name} was cordoned before the maintenance began: "
+            + ("left cordoned" if ending else "it stays cordoned after it")] if cordoned else []
+    said += [f"node {name} had the taint {t['key']}:{t['effect']} before the maintenance began: "
+             + ("left in place" if ending else "it stays after it") for t in taints]
+    return said
 
 
 def ours_to_unlabel(node: Dict[str, Any]) -> bool:
@@ -46,7 +80,7 @@ def ours_to_unlabel(node: Dict[str, Any]) -> bool:
 
 def end_marks() -> Dict[str, Optional[str]]:
     """The annotation changes that forget our marks at the end."""
-    return {MAINTAINED_BY: None, LABEL_ADDED: None}
+    return {MAINTAINED_BY: None, LABEL_ADDED: None, CORDONED_BEFORE: None, TAINTS_BEFORE: None}
 
 
 def cordon_wanted(node: Dict[str, Any], unschedulable: bool, label_key: str, label: bool,
@@ -72,9 +106,15 @@ def begin_wanted(node: Dict[str, Any], label_key: str, run_id: str = "") -> Want
 
 def end_wanted(node: Dict[str, Any], label_key: str,
                annotations: Optional[Dict[str, Optional[str]]] = None) -> Wanted:
-    """The end's node (and a rollback's): uncordoned, untainted, our label and marks gone."""
+    """The end's node (and a rollback's): uncordoned, untainted, our label and marks gone; but
+    a cordon and maintenance taints the node had before the begin stay (kured's semantics: a
+    node cordoned before stays cordoned after)."""
+    cordoned, kept = found_before(node)
     wanted = cordon_wanted(node, False, label_key, True, annotations)
-    wanted.remove = list(MAINTENANCE_TAINTS)
+    if cordoned:  # left as it is, and with it the unschedulable taint that follows the cordon
+        wanted.unschedulable = None
+        kept = kept + [UNSCHEDULABLE_TAINT]
+    wanted.remove = [t for t in MAINTENANCE_TAINTS if not any(same_taint(t, k) for k in kept)]
     return wanted
 
 

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .. import validation
 from ..api.client import Client
 from ..drain import budgets, returning
-from ..drain.drain import pod_path
+from ..drain.dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
 from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
-from ..errors import ApiError, DisruptionBudgetRefusal, InputError, NotFound, TooManyRequests
+from ..errors import InputError
 from ..kubevirt import objects as kubevirt
 from ..kubevirt import preflight as kubevirt_preflight
 from .placement import Placement, place, show_requests, static_misfit, unjudged
@@ -36,7 +35,6 @@ __all__ = ["Snapshot", "PreflightOptions", "preflight"]
 
 GO, WARN, NO_GO = "go", "warn", "no-go"
 GO_MIGRATE = "go (migrate)"  # kubevirt=migrate: blocked VM pods the drain live-migrates
-ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
 _NAMED_BUDGET = re.compile(r"disruption budget (\S+) needs")
 
 Obj = Dict[str, Any]
@@ -85,43 +83,6 @@ class PreflightOptions:
         if problems:
             raise InputError("; ".join(problems))
         self.selection()  # a malformed pod_selector raises here, before any request
-
-
-# -- dry-run evictions -------------------------------------------------------------------------
-@dataclass(frozen=True)
-class DryRun:
-    answer: str  # ALLOWED, REFUSED, FAILED, GONE
-    status: int = 0
-    message: str = ""
-    causes: Tuple[str, ...] = ()  # the server's causes (names the budget when it refuses)
-
-
-def dry_run_eviction(client: Client, plan: PodPlan) -> DryRun:
-    """One dry-run eviction; the client retries what is transient (throttling included)."""
-    body = {"apiVersion": "policy/v1", "kind": "Eviction",
-            "metadata": {"name": plan.name, "namespace": plan.namespace},
-            "deleteOptions": {"dryRun": ["All"], "preconditions": {"uid": plan.uid}}}
-    try:
-        client.post(pod_path(plan) + "/eviction", body, {"dryRun": "All"})
-        return DryRun(ALLOWED, 201)
-    except DisruptionBudgetRefusal as exc:
-        causes = tuple(c.get("message", "") for c in (exc.body.get("details") or {}).get("causes") or [])
-        return DryRun(REFUSED, 429, exc.server_message, causes)
-    except NotFound as exc:
-        return DryRun(GONE, 404, exc.server_message)
-    except TooManyRequests as exc:  # throttled for the client's whole retry budget
-        return DryRun(FAILED, 429, "the API server kept throttling the dry run, so it was not judged "
-                                   f"(not a PodDisruptionBudget): {exc.server_message}; run the pre-flight again")
-    except ApiError as exc:
-        return DryRun(FAILED, exc.status, exc.server_message or exc.message)
-
-
-def dry_run_all(client: Client, plans: List[PodPlan], parallelism: int) -> Dict[str, DryRun]:
-    if not plans:
-        return {}
-    with ThreadPoolExecutor(max_workers=min(parallelism, len(plans)), thread_name_prefix="nmo-preflight") as pool:
-        answers = pool.map(lambda p: dry_run_eviction(client, p), plans)
-        return {p.key: a for p, a in zip(plans, answers)}
 
 
 # -- one node's report -------------------------------------------------------------------------

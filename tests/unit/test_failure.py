@@ -92,3 +92,13 @@ def test_a_record_that_failed_still_says_what_is_known_and_what_to_run():
     assert "cordoned, tainted medik8s.io/drain:NoSchedule, NodeMaintenance maintenance-w1 not marked Failed" in said
     assert "up to 3600 s" in said and "recover.yml -e nmo_nodes=w1" in said
     assert failure.known_state([], None, 3600) == "nothing was written for it"
+
+
+def test_a_node_deleted_during_its_maintenance_is_not_said_to_be_back_in_service():
+    said = failure.message("w1", "drain of node w1 stopped: the node was deleted", {
+        "phase": failure.DRAIN, "policy": "auto", "kept": False, "rolled_back": True, "recorded": True,
+        "reached": ["maintenance", "lease", "taints", "cordon"], "maintenance": "maintenance-w1",
+        "node_deleted": True, "state": "unknown"})
+    assert "deleted during its maintenance" in said
+    assert "back in service" not in said
+    assert "recover.yml -e nmo_nodes=w1" in said

@@ -120,8 +120,8 @@ def message(node: str, error: str, outcome: Dict[str, Any]) -> str:
     said: List[str] = [head]
     name = outcome.get("maintenance")
     if outcome.get("node_deleted"):  # nothing to keep out of service or return to it: the node is gone
-        said.append(f"The node was deleted during its maintenance: nothing to roll back on it; this run's leases "
-                    f"are released so they hold no place"
+        said.append("The node was deleted during its maintenance: nothing to roll back on it; this run's leases "
+                    "are released so they hold no place"
                     + (f"; its NodeMaintenance {name} is kept as Failed" if name else "")
                     + f". End it: {recover_command(node)}")
         return " ".join(said)

@@ -72,6 +72,7 @@ class DrainOptions:
     retry_delay: float = 1.0
     run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
     kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (kubevirt/migrations.py)
+    held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -90,7 +91,8 @@ class DrainOptions:
                   lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
                                    v.MAX_WAIT_SECONDS, "seconds", integer=True),
                   lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES)]
+                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES),
+                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
         if self.grace_period is not None:  # unset: each pod's own
@@ -199,7 +201,7 @@ class DrainRun:
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
-        self.run_guard = run.guard_for(client, opts.run_id)
+        self.run_guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
         self.event_throttle = EventThrottle()
         self.fallen_back: Set[str] = set()
         self.warnings = warnings
@@ -303,6 +305,7 @@ class DrainRun:
         self.waitable.start()
         error = ""
         try:
+            self.run_guard.check(force=True)  # no eviction for a node whose leases lapsed since the begin
             self.submit_due(pool)
 
             def tick() -> None:
@@ -321,6 +324,8 @@ class DrainRun:
         except WaitTimeout:
             error = (f"drain of node {self.opts.node} timed out after {self.opts.timeout:g} s; "
                      f"still pending: {self.tracker.describe_pending()}")
+        except run.LeaseLost as exc:  # the run is alive, but this node's leases are not its own any more
+            error = f"drain of node {self.opts.node} stopped: {exc.message}. Not evicted: {self.tracker.describe_pending()}"
         except ApiError as exc:  # the watch failed for good (403, say)
             error = f"drain of node {self.opts.node} stopped: {exc.message}. Still pending: {self.tracker.describe_pending()}"
         finally:
@@ -395,7 +400,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         api_requests=client.requests - first_request,
         status_writes=run.status.writes,
         status=maintenance.summary(run.status.nm),
-        warnings=warnings + run.events.warnings,
+        warnings=warnings + run.events.warnings + run.run_guard.warnings,
     )
     if run.kubevirt is not None:
         result.update(migrations=run.kubevirt.status(), migrations_created=run.kubevirt.created)

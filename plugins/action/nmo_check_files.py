@@ -74,14 +74,13 @@ class ActionModule(ActionBase):
                     entry["tasks"] = tasks
                 checked.append(entry)
         result.update(changed=False, files=checked)
-        what = "task file check failed, nothing was done to the node"
+        what = "input check" if shapes else "task file check"
         if args.get("inputs") is not None:
-            what = "input check failed, nothing was written to the cluster"
             problems = shapes + problems
             result["inputs"] = {"checked": len(args["inputs"]), **facts}
         if problems:
             result.update(failed=True, problems=problems,
-                          msg=f"{what}: " + " | ".join(problems))
+                          msg=f"{what} failed, nothing was done to the node: " + " | ".join(problems))
         else:
             result["msg"] = f"{len(checked)} task file(s) found and loaded"
         return result

@@ -96,7 +96,7 @@ def test_a_list_option_given_as_a_string_or_a_dict_is_refused_before_any_write(c
         assert f"{name}: {given}" in result.output and "a list is needed" in result.output, result.output[-3000:]
     if shape == "dict":
         assert "node_maintenance_gate: a list was given" in result.output, result.output[-3000:]
-    assert "input check failed, nothing was written to the cluster" in result.output
+    assert "input check failed, nothing was done to the node" in result.output
     assert "must resolve to a 'list'" not in result.output
 
 

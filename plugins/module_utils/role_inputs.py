@@ -90,15 +90,15 @@ def window_end(value: Any, option: str = WINDOW_END) -> Optional[datetime]:
         return None
     if not isinstance(value, str):
         raise InputError(f"{option}: {kind(value)} was given ({_shown(value)}), a date and time is "
-                                    "needed, as 2026-11-29T18:00:00+01:00")
+                         "needed, as 2026-11-29T18:00:00+01:00")
     match = _WINDOW.match(value.strip())
     if not match:
         raise InputError(f"{option}: {_shown(value)} is not a date and time in ISO 8601: give it as "
-                                    "2026-11-29T18:00:00+01:00 (or ...Z for UTC)")
+                         "2026-11-29T18:00:00+01:00 (or ...Z for UTC)")
     day, clock, fraction, zone = match.groups()
     if zone is None:
         raise InputError(f"{option}: {_shown(value)} has no time zone: add Z (UTC) or the offset of "
-                                    f"the window's zone, as {day}T{clock}+01:00")
+                         f"the window's zone, as {day}T{clock}+01:00")
     if zone != "Z" and ":" not in zone:
         zone = zone[:3] + ":" + zone[3:]
     try:

@@ -79,8 +79,8 @@ LISTS = ["node_maintenance_hooks_before_drain", "node_maintenance_hooks_work", "
 
 
 @pytest.mark.parametrize("shape, given", [("string", "a string was given"), ("dict", "a dict was given")])
-def test_a_list_option_given_as_a_string_or_a_dict_is_refused_before_any_write(cluster, user, world, tmp_path,
-                                                                              shape, given):
+def test_a_list_option_given_as_a_string_or_a_dict_is_refused_before_any_write(
+        cluster, user, world, tmp_path, shape, given):
     """The issue's case: node_maintenance_hooks_work as a string passed the argument spec and
     the file check, and the node was cordoned and drained before the loop failed."""
     world.add_nodes(workers=1)
@@ -151,8 +151,8 @@ def lease_spec(cluster: Any, name: str) -> Dict[str, Any]:
     return (found or {}).get("spec") or {}
 
 
-def test_the_heartbeat_keeps_a_minimum_lease_through_a_long_hook_against_a_second_run(cluster, world, user,
-                                                                                     tmp_path):
+def test_the_heartbeat_keeps_a_minimum_lease_through_a_long_hook_against_a_second_run(
+        cluster, world, user, tmp_path):
     """Node lease and slot of the shortest duration accepted (30 s); the work hook lasts until
     the slot was renewed 8 times (about 80 s, more than two durations). A second run (concurrency
     1, the same slot prefix) tries to take the slot for another node all along: it never gets it
@@ -272,8 +272,8 @@ def test_a_window_already_over_says_so_for_each_node(cluster, user, world, tmp_p
     ("2026-11-29T18:00:00", "node_maintenance_window_end: '2026-11-29T18:00:00' has no time zone"),
     ("29.11.2026 18:00", "node_maintenance_window_end: '29.11.2026 18:00' is not a date and time in ISO 8601"),
 ])
-def test_a_window_end_without_a_zone_or_not_iso_is_refused_before_any_write(cluster, user, world, tmp_path, given,
-                                                                             wanted):
+def test_a_window_end_without_a_zone_or_not_iso_is_refused_before_any_write(
+        cluster, user, world, tmp_path, given, wanted):
     world.add_nodes(workers=1)
     result = refused_before_any_write(cluster, user, world, tmp_path, {"node_maintenance_window_end": given})
     assert wanted in result.output, result.output[-3000:]

@@ -79,7 +79,7 @@ def test_leases_held_and_fresh_say_nothing():
 
 
 def test_a_lapsed_node_lease_stops_the_node_with_when_and_how_late():
-    errors, _ = run.held_verdict(held(age=35), "w1", RUN, run.HELD_ALL, NOW)
+    errors, _warnings = run.held_verdict(held(age=35), "w1", RUN, run.HELD_ALL, NOW)
     assert errors == ["the node lease of w1 (medik8s-leases/node-w1) lapsed at 2026-12-01T04:59:55Z (renewal late "
                       "by 25 s): another run may hold the node; stopped"]
 
@@ -92,13 +92,13 @@ def test_a_late_renewal_is_a_warning():
 
 def test_a_slot_taken_by_another_node_or_run_is_gone():
     seen = held()[:2] + [lease("nmo-maintenance-slot-0", "w2", 0, 30, run_id="r2")]
-    errors, _ = run.held_verdict(seen, "w1", RUN, run.HELD_ALL, NOW)
+    errors, _warnings = run.held_verdict(seen, "w1", RUN, run.HELD_ALL, NOW)
     assert len(errors) == 1 and errors[0].startswith("the maintenance slot of w1 is gone")
 
 
 def test_a_node_lease_taken_by_another_holder():
     seen = [held()[0], lease("node-w1", "NodeHealthCheck-x", 0, 3600, run_id=None), held()[2]]
-    errors, _ = run.held_verdict(seen, "w1", RUN, run.HELD_ALL, NOW)
+    errors, _warnings = run.held_verdict(seen, "w1", RUN, run.HELD_ALL, NOW)
     assert errors == ["the node lease of w1 (medik8s-leases/node-w1) is held by NodeHealthCheck-x now, not by this "
                       "run: another run may hold the node; stopped"]
 
@@ -107,7 +107,7 @@ def test_operator_mode_checks_the_slot_only():
     seen = [held()[0], held()[2]]  # NMO's node lease is not ours to check
     assert run.held_verdict(seen, "w1", RUN, run.HELD_SLOT, NOW) == ([], [])
     lapsed = [held()[0], lease("nmo-maintenance-slot-0", "w1", 31, 30)]
-    errors, _ = run.held_verdict(lapsed, "w1", RUN, run.HELD_SLOT, NOW)
+    errors, _warnings = run.held_verdict(lapsed, "w1", RUN, run.HELD_SLOT, NOW)
     assert errors and "slot of w1 (medik8s-leases/nmo-maintenance-slot-0) lapsed" in errors[0]
 
 

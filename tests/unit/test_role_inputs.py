@@ -35,17 +35,17 @@ def test_every_list_option_of_the_role_is_known():
                                           ({"a": "b.yml"}, "a dict was given"),
                                           (3, "a number was given")])
 def test_a_list_option_given_otherwise_is_named_with_the_type_given(name, value, given):
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
     assert len(problems) == 1 and problems[0].startswith(f"{name}: {given}") and "a list is needed" in problems[0]
 
 
 def test_a_string_for_a_list_of_paths_says_how_to_give_one_file():
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": "flash.yml"}, NOW)
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": "flash.yml"}, NOW)
     assert problems[0].endswith("a list is needed (for one file: ['flash.yml'])")
 
 
 def test_a_list_element_that_is_not_a_path():
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": ["a.yml", ["b.yml"]]}, NOW)
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": ["a.yml", ["b.yml"]]}, NOW)
     assert problems == ["node_maintenance_hooks_work[1]: a list was given (['b.yml']), a string is needed (a file path)"]
 
 
@@ -55,21 +55,21 @@ def test_a_list_element_that_is_not_a_path():
                                          ("node_maintenance_concurrency", [1]),
                                          ("node_maintenance_wait_ready", {"yes": True})])
 def test_a_scalar_option_given_a_list_or_a_dict(name, value):
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
     assert len(problems) == 1 and problems[0].startswith(f"{name}: a ") and "is needed" in problems[0]
 
 
 def test_every_problem_at_once():
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": "a.yml",
-                                           "node_maintenance_hooks_after": "b.yml",
-                                           "node_maintenance_lease_duration": 5}, NOW)
+    given = {**DEFAULTS, "node_maintenance_hooks_work": "a.yml", "node_maintenance_hooks_after": "b.yml",
+             "node_maintenance_lease_duration": 5}
+    problems, _facts = role_inputs.check(SPEC, given, NOW)
     assert [p.split(":")[0] for p in problems] == ["node_maintenance_hooks_work", "node_maintenance_hooks_after",
                                                    "node_maintenance_lease_duration"]
 
 
 @pytest.mark.parametrize("value", [5, "5", 29, "29"])
 def test_a_lease_shorter_than_the_heartbeat_keeps(value):
-    problems, _ = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_lease_duration": value}, NOW)
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_lease_duration": value}, NOW)
     assert len(problems) == 1
     assert problems[0].startswith(f"node_maintenance_lease_duration: {int(value)} is shorter than the 30 s")
 
@@ -108,11 +108,11 @@ def test_a_bad_window_end_names_the_option(given, message):
 
 
 def test_the_window_facts_say_whether_it_ended():
-    _, facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T18:30:00+01:00"}, NOW)
+    _problems, facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T18:30:00+01:00"}, NOW)
     assert facts["window_end"] == {"at": "2026-11-29T17:30:00Z", "given": "2026-11-29T18:30:00+01:00",
                                    "timestamp": datetime(2026, 11, 29, 17, 30, tzinfo=timezone.utc).timestamp(),
                                    "ended": True}
-    _, later = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T20:00:00Z"}, NOW)
+    _problems, later = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T20:00:00Z"}, NOW)
     assert later["window_end"]["ended"] is False
 
 

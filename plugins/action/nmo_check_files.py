@@ -9,6 +9,10 @@ and again, as an ordinary task whose failure lands in the rescue, right before e
 include. It runs on the controller (where ``include_tasks`` reads the files), finds a
 relative path where ``include_tasks`` would, and loads the tasks as the include would,
 without running them.
+
+With ``inputs`` it also checks the role's variables as given (module_utils/role_inputs.py):
+the argument spec converts values only to validate them, so a list option given as a
+string would pass it and fail a loop on a node already cordoned.
 """
 
 from __future__ import annotations
@@ -20,9 +24,14 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs
+
 ARGUMENT_SPEC = {
-    "files": {"type": "dict", "required": True},
+    "files": {"type": "dict", "default": {}},
+    "inputs": {"type": "dict"},
+    "inputs_spec": {"type": "dict"},
 }
+ROLE_SPEC = os.path.join("meta", "argument_specs.yml")
 
 
 def _paths(value: Any) -> List[Any]:
@@ -43,7 +52,13 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         checked: List[Dict[str, Any]] = []
         problems: List[str] = []
+        shapes: List[str] = []
+        facts: Dict[str, Any] = {}
+        if args.get("inputs") is not None:
+            shapes, facts = self._check_inputs(args["inputs"], args.get("inputs_spec"))
         for option, value in args["files"].items():
+            if any(p.startswith((f"{option}:", f"{option}[")) for p in shapes):
+                continue  # not a path or a list of paths: said once, by the input check
             for given in _paths(value):
                 if not isinstance(given, str) or not given.strip():
                     problems.append(f"{option}: {given!r} is not a file name (give the path of a task file)")
@@ -59,12 +74,27 @@ class ActionModule(ActionBase):
                     entry["tasks"] = tasks
                 checked.append(entry)
         result.update(changed=False, files=checked)
+        what = "input check" if shapes else "task file check"
+        if args.get("inputs") is not None:
+            problems = shapes + problems
+            result["inputs"] = {"checked": len(args["inputs"]), **facts}
         if problems:
             result.update(failed=True, problems=problems,
-                          msg="task file check failed, nothing was done to the node: " + " | ".join(problems))
+                          msg=f"{what} failed, nothing was done to the node: " + " | ".join(problems))
         else:
             result["msg"] = f"{len(checked)} task file(s) found and loaded"
         return result
+
+    def _check_inputs(self, values: Dict[str, Any], spec: Optional[Dict[str, Any]]) -> Tuple[List[str], Dict[str, Any]]:
+        """The values as given against their argument spec (``inputs_spec``, else the options
+        of the role's main entry point in its meta/argument_specs.yml)."""
+        if spec is None:
+            role = getattr(self._task, "_role", None)
+            if role is None:
+                return ["inputs: give inputs_spec, or run this in a role that has meta/argument_specs.yml"], {}
+            loaded = self._loader.load_from_file(os.path.join(role._role_path, ROLE_SPEC), cache="none") or {}
+            spec = ((loaded.get("argument_specs") or {}).get("main") or {}).get("options") or {}
+        return role_inputs.check(spec, values)
 
     def _resolve(self, given: str) -> str:
         """Where include_tasks, in this role (or play), finds the file: the role's tasks

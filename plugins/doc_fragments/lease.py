@@ -14,9 +14,14 @@ options:
   duration:
     description:
       - Seconds a lease (and a slot) stays valid without renewal. Acquiring again renews it.
-      - From 1 to 604800 (a week). C(leaseDurationSeconds) is an int32, and a lease keeps Node
+      - From 30 to 604800 (a week). C(leaseDurationSeconds) is an int32, and a lease keeps Node
         Health Check and Self Node Remediation away from the node until it lapses, also when the
         run that took it died; a longer one is a mistake, not a plan.
+      - The shortest, 30, is what the run's heartbeat (M(nmo.maintenance.nmo_run)) can keep. It
+        renews a lease every 10 s once half of it (or three beats) is left, so a lease of 30 s is
+        renewed every third of it, and still outlives a renewal that fails once (its request
+        retried for 10 s, a pause of 1 s, 3 s for the clocks). A shorter one is refused before
+        anything is written.
     type: int
     default: 3600
   slot_prefix:

@@ -41,13 +41,38 @@ options:
       - The files to check, by the name of the option or variable that gave them (used in
         the messages); each value is a path or a list of paths. Empty values are skipped.
     type: dict
-    required: true
+    default: {}
+  inputs:
+    description:
+      - Variables to check as they are given (name to value), before anything is written.
+        Ansible's role argument validation converts a value only to check it and leaves the
+        variable as given, so a list option given as a string passes it and then fails the
+        loop that uses it; here a list option must be a list (of strings, when its elements
+        are paths), a dict option a dict, and no other option a list or a dict.
+      - Also, with the role's names, C(node_maintenance_lease_duration) must be 30 s or more
+        (what the run's heartbeat can keep), and C(node_maintenance_window_end) ISO 8601 with a
+        time zone.
+      - Every problem is named with the variable and the type given, in one failure.
+    type: dict
+  inputs_spec:
+    description:
+      - The argument spec of O(inputs) (name to C(type), C(elements), and an optional C(hint)
+        added to the message), as in a role's C(meta/argument_specs.yml). Default, the options
+        of the C(main) entry point of the role this task is in.
+    type: dict
 notes:
   - Runs on the controller whatever the host's connection; the files are read there, as
     C(include_tasks) reads them.
 """
 
 EXAMPLES = r"""
+- name: The options of a playbook, as given, before anything is written
+  nmo.maintenance.nmo_check_files:
+    inputs:
+      nmo_nodes: "{{ nmo_nodes | default([]) }}"
+    inputs_spec:
+      nmo_nodes: {type: list, elements: str}
+
 - name: The maintenance's hook files, before any node is touched
   nmo.maintenance.nmo_check_files:
     files:
@@ -77,6 +102,12 @@ files:
     problem:
       description: Why it would not load (when it did not).
       type: str
+inputs:
+  description:
+    - With O(inputs), how many were checked (C(checked)) and, when C(node_maintenance_window_end)
+      is set, C(window_end) (C(at) in UTC, C(given), C(timestamp), and whether it C(ended) already).
+  returned: with inputs
+  type: dict
 problems:
   description: Every problem, as the option, the file and the reason; the task fails when there is one.
   returned: failure

@@ -100,6 +100,19 @@ options:
         no further eviction or status write, when that run is gone (its run lease deleted or
         expired, as when the controller died) or when another run adopted the NodeMaintenance.
     type: str
+  held_leases:
+    description:
+      - Which leases the run O(run_id) must still hold for the node before each step, checked
+        in the same look at the leases namespace as the run lease (one request). V(all), the
+        node lease and the maintenance slot (what a standalone begin takes); V(slot), the slot
+        only (operator mode, where the node lease is NMO's); V(none), no check.
+      - A lease that lapsed, was deleted or is someone else's now stops the drain before any
+        further eviction, saying when it lapsed and how late its renewal was (C(the node lease
+        of X lapsed at T (renewal late by N s)), another run may hold the node); one renewed
+        late by the run's heartbeat is a warning. The role passes what its begin took.
+    type: str
+    choices: [none, slot, all]
+    default: none
   validate_only:
     description:
       - Only check the options, with no request to the API server, and return. The role does
@@ -284,6 +297,7 @@ ARGUMENT_SPEC = {
     "returning_pod_evictions": {"type": "int", "default": specs.DRAIN_RETURNING_POD_EVICTIONS},
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"},
     "validate_only": {"type": "bool", "default": False},
     "operator": {"type": "bool", "default": False}}
 

@@ -65,6 +65,22 @@ options:
     description: With O(wait_ready), how long to wait, in seconds.
     type: int
     default: 600
+  run_id:
+    description:
+      - With O(wait_ready) and O(held_leases), the playbook run (M(nmo.maintenance.nmo_run)) whose
+        leases for the node are checked.
+    type: str
+  held_leases:
+    description:
+      - With O(wait_ready), which leases the run O(run_id) must still hold for the node. V(all),
+        the node lease and the maintenance slot; V(slot), the slot only (operator mode); V(none),
+        no check. Looked at while the wait lasts (at most every 5 s, one request) and after it
+        (in the list of leases the report reads anyway). One that lapsed, was deleted or is
+        someone else's now fails the task (C(the node lease of X lapsed at T (renewal late by
+        N s)), another run may hold the node); one renewed late is a warning.
+    type: str
+    choices: [none, slot, all]
+    default: none
 """
 
 EXAMPLES = r"""
@@ -156,24 +172,33 @@ import time
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards import run as runs
+from ansible_collections.nmo.maintenance.plugins.module_utils.guards.leases import list_leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.info import describe, in_maintenance, missing
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
 from ansible_collections.nmo.maintenance.plugins.module_utils.node.ready import wait_ready
 
 
 def core(client, params, check_mode):
-    waited, node_read = None, None
+    waited, node_read, seen = None, None, None
+    guard = runs.NoGuard()
     if params["wait_ready"]:
         if not params["node"]:
             raise InputError("wait_ready needs node: it waits for one node")
         if params["ready_timeout"] < 0:
             raise InputError(f"ready_timeout must be 0 or more seconds, got {params['ready_timeout']}")
+        if params["run_id"]:
+            runs.validate_id(params["run_id"])
+        guard = runs.guard_for(client, params["run_id"], node=params["node"], held=params["held_leases"])
         started = time.monotonic()
-        node_read = wait_ready(client, params["node"], params["ready_timeout"])
+        node_read = wait_ready(client, params["node"], params["ready_timeout"], guard=guard)
         waited = round(time.monotonic() - started, 1)
+        if guard.held != runs.HELD_NONE:  # the list the report reads anyway answers the check after the wait
+            seen = list_leases(client)
+            guard.check(lease_list=seen)
     reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
-                       only=params["nodes"], node_read=node_read)
-    result = {"changed": False, "missing": missing(params["nodes"], reports)}
+                       only=params["nodes"], node_read=node_read, leases_read=seen)
+    result = {"changed": False, "missing": missing(params["nodes"], reports), "warnings": guard.warnings}
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]
     if waited is not None:
@@ -189,7 +214,9 @@ ARGUMENT_SPEC = {
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "events_limit": {"type": "int", "default": 10},
     "wait_ready": {"type": "bool", "default": False},
-    "ready_timeout": {"type": "int", "default": 600}}
+    "ready_timeout": {"type": "int", "default": 600},
+    "run_id": {"type": "str"},
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
 
 
 def main():

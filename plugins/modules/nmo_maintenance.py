@@ -145,6 +145,19 @@ options:
     type: str
     choices: [standalone, operator]
     default: standalone
+  held_leases:
+    description:
+      - With O(state=absent), which leases the run O(run_id) must still hold for the node before
+        the end. V(all), the node lease and the maintenance slot; V(slot), the slot only
+        (operator mode); V(none), no check. One that lapsed, was deleted or is someone else's
+        now fails the end with nothing written (C(the node lease of X lapsed at T (renewal late
+        by N s)), another run may hold the node), since another run may have had the node
+        or its slot meanwhile, so the maintenance is not reported done. One renewed late is a
+        warning.
+      - O(state=present) returns in RV(held_leases) what it took, for the later steps to pass.
+    type: str
+    choices: [none, slot, all]
+    default: none
 notes:
   - The single-purpose modules remain for playbooks that want one step at a time.
 """
@@ -233,6 +246,13 @@ lease:
   description: The slot and node lease held (slot, lease, expires, waited, etcd, holders, acquired).
   returned: state=present
   type: dict
+held_leases:
+  description:
+    - The leases this run holds for the node now, for the later steps' O(nmo.maintenance.nmo_drain#module:held_leases)
+      (and this module's O(held_leases) at the end) to check. V(all) (node lease and slot), V(slot)
+      (operator mode), V(none) (check mode, or outside a run).
+  returned: state=present
+  type: str
 waited:
   description: Seconds spent waiting for the leases.
   returned: state=present
@@ -288,7 +308,7 @@ def core(client, params, check_mode):
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
-                             run_id=params["run_id"] or "", mode=params["mode"])
+                             run_id=params["run_id"] or "", mode=params["mode"], held_leases=params["held_leases"])
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
     if params["state"] == "failed":
@@ -316,7 +336,8 @@ ARGUMENT_SPEC = {
     "phase": {"type": "str", "choices": list(failure.PHASES)},
     "failed_task": {"type": "str", "default": ""},
     "drained": {"type": "bool", "default": False},
-    "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"}}
+    "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"},
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
 
 
 def main():

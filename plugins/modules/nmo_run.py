@@ -49,7 +49,9 @@ options:
     description: The AWX (or automation controller) job id, when there is one.
     type: str
   duration:
-    description: Seconds after which the run lease lapses when its heartbeat stops.
+    description:
+      - Seconds after which the run lease lapses when its heartbeat stops, from 30 (three beats
+        of the heartbeat, which renews it with 20 s left) to 3600; a shorter one is refused.
     type: int
     default: 60
   mode:

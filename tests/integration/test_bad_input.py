@@ -168,7 +168,7 @@ def test_bad_input_is_refused_before_any_write(cluster, world, path):
      "pod_selector: 'app in (web'"),
     ({"node_maintenance_drain_retry_delay": 0}, "retry_delay: 0"),
     ({"node_maintenance_ready_timeout": -1}, "node_maintenance_ready_timeout: -1 must be between 0 and 604800"),
-    ({"node_maintenance_lease_duration": 2**31}, "duration: 2147483648 must be between 1 and 604800"),
+    ({"node_maintenance_lease_duration": 2**31}, "duration: 2147483648 must be between 30 and 604800"),
     ({"node_maintenance_etcd_pod_selector": "component in (etcd"}, "etcd_pod_selector: 'component in (etcd'"),
     ({"node_maintenance_label_key": "a/b/c"}, "label_key: 'a/b/c'"),
 ], ids=["drain-timeout", "pod-selector", "retry-delay", "ready-timeout", "lease-duration", "etcd-selector",

@@ -29,7 +29,7 @@ def skewed(offset: str) -> Dict[str, str]:
 
 
 def lease_args(world: Any, node: str, **extra: Any) -> Dict[str, Any]:
-    return {"node": node, "slot_prefix": slot_prefix(world), "duration": 20, **extra}
+    return {"node": node, "slot_prefix": slot_prefix(world), "duration": 30, **extra}
 
 
 def server_time(cluster: Any) -> datetime:
@@ -43,7 +43,7 @@ def test_a_skewed_controller_respects_a_fresh_lease_and_writes_the_servers_time(
     held = run_module("nmo_lease", lease_args(world, w1), cluster.kubeconfig)  # the controller on time
     assert not held.get("failed"), held.get("msg")
 
-    # the only slot is fresh (20 s): the skewed controller must wait for it, whatever its clock says
+    # the only slot is fresh (30 s): the skewed controller must wait for it, whatever its clock says
     blocked = run_module("nmo_lease", lease_args(world, w2), cluster.kubeconfig, env=skewed(offset))
     assert blocked.get("failed") and "maintenance slot(s) are held" in blocked["msg"], blocked
     assert leases.holder(cluster.client.get(f"{LEASES}/node-{w1}")) == leases.HOLDER

@@ -104,9 +104,10 @@ def test_lapsed_leases_are_taken_over_both_ways(medik8s_tools, cluster, world):
     assert spec["holderIdentity"] == "nmo.maintenance" and spec["leaseTransitions"] == 1
     assert run_module("nmo_lease", {**lease_args(world, w1), "state": "released"}, cluster.kubeconfig)["released"]
     # ours lapses: the library takes it over
-    ours = run_module("nmo_lease", lease_args(world, w2, duration=2), cluster.kubeconfig)
+    # the shortest lease the modules accept (renewal.MIN_LEASE_SECONDS): nothing renews it here
+    ours = run_module("nmo_lease", lease_args(world, w2, duration=30), cluster.kubeconfig)
     assert not ours.get("failed"), ours.get("msg")
-    wait_for(lambda: not medik8s_tools.lease("get", w2)["lease"]["validNow"], 15, "our 2 s lease to lapse")
+    wait_for(lambda: not medik8s_tools.lease("get", w2)["lease"]["validNow"], 45, "our 30 s lease to lapse")
     took = medik8s_tools.lease("request", w2, NHC, 3600)
     assert took["ok"], took
     assert medik8s_tools.lease("invalidate", w2, NHC)["ok"]

@@ -128,8 +128,9 @@ CASES = [
     ("event reason", lambda: options(end_events=[{"reason": ""}]).validate(), "events[0].reason: ''"),
     ("event type", lambda: options(end_events=[{"reason": "X", "type": "Bad"}]).validate(),
      "events[0].type: 'Bad' must be one of"),
-    ("duration 0", lambda: request(duration=0).validate(), "duration: 0 must be between 1 and 604800"),
-    ("duration int32", lambda: request(duration=2**31).validate(), "duration: 2147483648 must be between 1 and 604800"),
+    ("duration 0", lambda: request(duration=0).validate(), "duration: 0 is shorter than the 30 s a lease needs"),
+    ("duration 5", lambda: request(duration=5).validate(), "duration: 5 is shorter than the 30 s a lease needs"),
+    ("duration int32", lambda: request(duration=2**31).validate(), "duration: 2147483648 must be between 30 and 604800"),
     ("concurrency 0", lambda: request(concurrency=0).validate(), "concurrency: 0 must be between 1 and 1000"),
     ("concurrency huge", lambda: request(concurrency=10**9).validate(), "concurrency: 1000000000 must be between"),
     ("timeout negative", lambda: request(timeout=-1).validate(), "timeout: -1 must be between 0 and 604800"),
@@ -183,7 +184,7 @@ def test_valid_options_pass() -> None:
     DrainOptions(node="n", grace_period=0, delete_fallback_after=0.0, pod_selector="app=web").validate()
     PreflightOptions(nodes=("a", "b")).validate()
     info.validate("n", "a=b", "a", 0, ["whatever", "Not A Node"])
-    leases.validate(1, 1, "nmo-maintenance-slot")
+    leases.validate(1, 30, "nmo-maintenance-slot")
 
 
 def test_drain_lists_every_problem_at_once() -> None:

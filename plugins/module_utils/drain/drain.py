@@ -91,6 +91,7 @@ class DrainOptions:
     # pods that land on the node after the drain began (returning.py), evicted again at most
     # this many times per workload before the drain fails naming them
     returning_pod_evictions: int = 3
+    held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -111,7 +112,8 @@ class DrainOptions:
                   lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
                   lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES),
                   lambda: v.number(self.returning_pod_evictions, "returning_pod_evictions", 0,
-                                   MAX_RETURNING_EVICTIONS, "evictions", integer=True)]
+                                   MAX_RETURNING_EVICTIONS, "evictions", integer=True),
+                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
         if self.grace_period is not None:  # unset: each pod's own
@@ -239,7 +241,7 @@ class DrainRun:
         self.answers: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.status = StatusKeeper(client, nm, warnings)
         self.events = EventRecorder(client)
-        self.run_guard = run.guard_for(client, opts.run_id)
+        self.run_guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
         self.event_throttle = EventThrottle()
         self.fallen_back: Set[str] = set()
         self.warnings = warnings
@@ -412,6 +414,7 @@ class DrainRun:
         self.waitable.start()
         error = ""
         try:
+            self.run_guard.check(force=True)  # no eviction for a node whose leases lapsed since the begin
             self.submit_due(pool)
 
             def tick() -> None:
@@ -434,6 +437,8 @@ class DrainRun:
         except WaitTimeout:
             error = (f"drain of node {self.opts.node} timed out after {self.opts.timeout:g} s; "
                      f"still pending: {self.tracker.describe_pending()}")
+        except run.LeaseLost as exc:  # the run is alive, but this node's leases are not its own any more
+            error = f"drain of node {self.opts.node} stopped: {exc.message}. Not evicted: {self.tracker.describe_pending()}"
         except ApiError as exc:  # the watch failed for good (403, say)
             error = f"drain of node {self.opts.node} stopped: {exc.message}. Still pending: {self.tracker.describe_pending()}"
         finally:
@@ -530,7 +535,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
         api_requests=client.requests - first_request,
         status_writes=run.status.writes,
         status=maintenance.summary(run.status.nm),
-        warnings=warnings + run.events.warnings,
+        warnings=warnings + run.events.warnings + run.run_guard.warnings,
     )
     result["returned"] = run.returned_pods
     if run.kubevirt is not None:

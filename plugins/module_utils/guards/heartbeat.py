@@ -27,18 +27,17 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..api.client import Client, ConnectionOptions, connect
 from ..errors import NmoError
-from . import leases, run
+from . import leases, renewal, run
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
     """Less than ``left`` seconds to live (default half its duration), or it lapses within
-    three beats: a short lease is renewed every beat."""
+    three beats (renewal.margin): a lease of the shortest duration is renewed every beat."""
     spec = lease.get("spec") or {}
     expires = leases.expiry(lease)
     duration = int(spec.get("leaseDurationSeconds") or 0)
-    margin = duration / 2 if left is None else left
-    return expires is not None and duration > 0 and \
-        expires - now <= timedelta(seconds=max(margin, 3 * run.RENEW_EVERY))
+    margin = renewal.margin(duration) if left is None else max(left, 3 * run.RENEW_EVERY)
+    return expires is not None and duration > 0 and expires - now <= timedelta(seconds=margin)
 
 
 def run_lease_due(lease: leases.Lease, now: Any, duration: int) -> bool:
@@ -94,7 +93,7 @@ def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespac
                     return "run lease gone"
                 next_beat = clock() + every
             except NmoError:
-                next_beat = clock() + 1.0  # the API server is away: try again soon
+                next_beat = clock() + renewal.RETRY_PAUSE  # the API server is away: try again soon
         sleep(1.0)
 
 
@@ -129,7 +128,7 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         client = connect(options, pool_size=2)
         # A request may retry for a beat, not a minute (client.py): the loop must keep
         # looking at the controller process while the API server is away.
-        client.retry = replace(client.retry, budget=run.RENEW_EVERY)
+        client.retry = replace(client.retry, budget=renewal.BEAT_RETRY_BUDGET)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
             loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)

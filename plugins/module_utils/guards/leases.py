@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..api.client import Client, path_segment
 from ..errors import ApiError, ConcurrentUpdateError, Conflict, InputError, NmoError, NotFound
+from . import renewal
 
 Lease = Dict[str, Any]
 
@@ -289,8 +290,13 @@ def validate(concurrency: int, duration: int, prefix: str) -> None:
 
     validation.number(concurrency, "concurrency", 1, validation.MAX_CONCURRENCY, "nodes", integer=True)
     # leaseDurationSeconds is an int32, and a lease keeps remediation away until it lapses:
-    # validation.MAX_LEASE_SECONDS says why a week is the cap
-    validation.number(duration, "duration", 1, validation.MAX_LEASE_SECONDS, "seconds", integer=True)
+    # validation.MAX_LEASE_SECONDS says why a week is the cap; a lease shorter than
+    # renewal.MIN_LEASE_SECONDS lapses under a live run between two beats of its heartbeat
+    short = renewal.too_short(duration, "duration")
+    if short:
+        raise InputError(short)
+    validation.number(duration, "duration", renewal.MIN_LEASE_SECONDS, validation.MAX_LEASE_SECONDS, "seconds",
+                      integer=True)
     shape = ("is not a valid start of a Lease name: use lower-case letters, digits, '-' and '.', "
              "starting with a letter or digit, at most 200 characters")
     if not isinstance(prefix, str) or not prefix or len(prefix) > 200:

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
-from . import leases
+from . import leases, renewal
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
@@ -38,7 +38,7 @@ RUN_LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "run"}
 # A run lease lapses this long after its heartbeat stopped (the controller's host died
 # without a chance to delete it); renewed every RENEW_EVERY seconds.
 RUN_LEASE_DURATION = 60
-RENEW_EVERY = 10
+RENEW_EVERY = renewal.BEAT
 GUARD_LOOK_EVERY = 5.0  # seconds between two reads of the run lease by a waiting module
 
 ALIVE, GONE, NONE, OURS = "alive", "gone", "none", "ours"
@@ -51,6 +51,11 @@ class RunGone(NmoError):
 
 class MaintenanceGone(RunGone):
     """The NodeMaintenance a module works for was deleted: the maintenance was ended elsewhere."""
+
+
+class LeaseLost(NmoError):
+    """A lease the run holds for a node lapsed or is someone else's now: another run may hold
+    the node (or its slot), so this run takes no further step for it."""
 
 
 class OwnedByLiveRun(NmoError):
@@ -115,6 +120,67 @@ def owner_of(client: Client, obj: Optional[Dict[str, Any]], my_run: str,
     owner = run_of(obj)
     alive = {owner} if owner and owner != my_run and is_alive(client, owner, namespace) else set()
     return owner_state(obj, my_run, alive)
+
+
+# -- the leases a run holds for a node, pure ---------------------------------------------------
+# Which of a node's leases a run must still hold before its next step: none (outside a
+# run, or a node whose begin this run did not make), the slot only (operator mode: the
+# node lease is NMO's), or the node lease and the slot (standalone).
+HELD_NONE, HELD_SLOT, HELD_ALL = "none", "slot", "all"
+HELD_CHOICES = (HELD_NONE, HELD_SLOT, HELD_ALL)
+
+
+def _when(moment: Optional[datetime]) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else "an unknown time"
+
+
+def _judge(lease: leases.Lease, what: str, holder_word: str, now: datetime) -> Tuple[Optional[str], Optional[str]]:
+    """(error, warning) for one lease the run holds: lapsed is an error, renewed late a warning."""
+    expires = leases.expiry(lease)
+    late = renewal.late_by(lease, expires, now)
+    if not leases.is_valid(lease, now):
+        return (f"{what} lapsed at {_when(expires)} (renewal late by {late:.0f} s): another run may hold the "
+                f"{holder_word}; stopped"), None
+    if late > renewal.LATE_AFTER:
+        return None, (f"{what} was renewed late (by {late:.0f} s; it lapses at {_when(expires)}): the run's heartbeat "
+                      "is slow or cannot reach the API server")
+    return None, None
+
+
+def held_verdict(seen: List[leases.Lease], node: str, run_id: str, held: str, now: datetime,
+                 namespace: str = leases.LEASE_NAMESPACE) -> Tuple[List[str], List[str]]:
+    """(errors, warnings) about the leases ``run_id`` must hold for ``node`` (``held``), in a
+    list of the lease namespace: each is there, still this run's and unexpired."""
+    errors: List[str] = []
+    warnings: List[str] = []
+    if held == HELD_NONE or not run_id:
+        return errors, warnings
+    if held == HELD_ALL:
+        name = leases.node_lease_name(node)
+        lease = leases.as_ours(leases.named(seen, name))
+        what = f"the node lease of {node} ({namespace}/{name})"
+        if lease is None:
+            errors.append(f"{what} is gone (deleted by someone else): another run may hold the node; stopped")
+        elif leases.holder(lease) != leases.HOLDER or leases.run_annotation(lease) != run_id:
+            other = leases.run_annotation(lease)
+            errors.append(f"{what} is held by {leases.holder(lease) or 'nobody'}"
+                          f"{' for run ' + other if other else ''} now, not by this run: another run may hold the "
+                          "node; stopped")
+        else:
+            error, warning = _judge(lease, what, "node", now)
+            errors += [error] if error else []
+            warnings += [warning] if warning else []
+    slots = [lease for lease in seen if leases.holder(lease) == node and leases.run_annotation(lease) == run_id
+             and not lease["metadata"]["name"].startswith(("node-", RUN_LEASE_PREFIX))]
+    if not slots:
+        errors.append(f"the maintenance slot of {node} is gone (taken by another node after it lapsed, or deleted): "
+                      "another run may hold the slot; stopped")
+    for slot in slots:
+        error, warning = _judge(slot, f"the maintenance slot of {node} ({namespace}/{slot['metadata']['name']})",
+                                "slot", now)
+        errors += [error] if error else []
+        warnings += [warning] if warning else []
+    return errors, warnings
 
 
 # -- the API ---------------------------------------------------------------------------------
@@ -203,34 +269,54 @@ def local_anchor_alive() -> bool:
 class Guard:
     """Asked before every wait step and write: is this run still alive, is the node still ours."""
 
+    node = ""
+    held = HELD_NONE
+
     def __init__(self, client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE,
-                 look_every: float = GUARD_LOOK_EVERY, clock: Any = time.monotonic) -> None:
+                 look_every: float = GUARD_LOOK_EVERY, clock: Any = time.monotonic, node: str = "",
+                 held: str = HELD_NONE) -> None:
         self.client = client
         self.run_id = run_id
         self.namespace = namespace
         self.look_every = look_every
         self.clock = clock
+        self.node = node
+        self.held = held if node else HELD_NONE
+        self.warnings: List[str] = []  # late renewals seen, each once
         self._looked: Optional[float] = None
 
     def check(self, force: bool = False, lease_list: Optional[List[leases.Lease]] = None) -> None:
-        """Raise RunGone when the controller or the run lease is gone. The lease is read at most
-        every ``look_every`` seconds unless ``force``; ``lease_list`` (a fresh view of the
-        namespace, e.g. from a watch) answers without a request."""
+        """Raise RunGone when the controller or the run lease is gone, LeaseLost when a lease
+        the run holds for the node (``held``) lapsed or changed hands. The namespace is looked
+        at at most every ``look_every`` seconds unless ``force``: the run lease alone is read,
+        or, when the node's leases are checked too, the namespace is listed (one request
+        either way); ``lease_list`` (a fresh view of it, e.g. from a watch) answers without one."""
         if not local_anchor_alive():
             raise RunGone(f"run {self.run_id}: the controller process is gone; stopping without further writes")
         if not self.run_id:
             return
         now_mono = self.clock()
-        if lease_list is not None:
-            lease = leases.named(lease_list, lease_name(self.run_id))
-        elif force or self._looked is None or now_mono - self._looked >= self.look_every:
-            lease = read_lease(self.client, self.run_id, self.namespace)
-        else:
+        seen = lease_list
+        if seen is None and (force or self._looked is None or now_mono - self._looked >= self.look_every):
+            if self.held != HELD_NONE:
+                seen = leases.list_leases(self.client, self.namespace)
+            else:
+                lease = read_lease(self.client, self.run_id, self.namespace)
+                seen = [lease] if lease is not None else []
+        if seen is None:
             return
         self._looked = now_mono
-        if not leases.is_valid(lease, self.client.server_now()) or leases.holder(lease) != self.run_id:
+        lease = leases.named(seen, lease_name(self.run_id))
+        now = self.client.server_now()
+        if not leases.is_valid(lease, now) or leases.holder(lease) != self.run_id:
             raise RunGone(f"run {self.run_id}: its run lease {self.namespace}/{lease_name(self.run_id)} is gone or "
                           "expired (the controller died or lost the API server); stopping without further writes")
+        if self.held == HELD_NONE:
+            return
+        errors, warnings = held_verdict(seen, self.node, self.run_id, self.held, now, self.namespace)
+        self.warnings += [w for w in warnings if w not in self.warnings]
+        if errors:
+            raise LeaseLost("; ".join(errors), node=self.node)
 
     def check_maintenance(self, nm: Optional[Dict[str, Any]]) -> None:
         """Raise RunGone when the NodeMaintenance was taken over by another run."""
@@ -246,6 +332,7 @@ class NoGuard(Guard):
     def __init__(self) -> None:  # pylint: disable=super-init-not-called
         self.run_id = ""
         self.namespace = leases.LEASE_NAMESPACE
+        self.warnings: List[str] = []
 
     def check(self, force: bool = False, lease_list: Optional[List[leases.Lease]] = None) -> None:
         if not local_anchor_alive():
@@ -255,5 +342,6 @@ class NoGuard(Guard):
         return None
 
 
-def guard_for(client: Client, run_id: Optional[str], namespace: str = leases.LEASE_NAMESPACE) -> Guard:
-    return Guard(client, run_id, namespace) if run_id else NoGuard()
+def guard_for(client: Client, run_id: Optional[str], namespace: str = leases.LEASE_NAMESPACE, node: str = "",
+              held: str = HELD_NONE) -> Guard:
+    return Guard(client, run_id, namespace, node=node, held=held) if run_id else NoGuard()

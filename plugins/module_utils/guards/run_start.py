@@ -8,7 +8,7 @@ from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
 from ..maintenance import operator
-from . import heartbeat, leases, run
+from . import heartbeat, leases, renewal, run
 
 MAX_RUN_LEASE_DURATION = 3600
 
@@ -16,8 +16,11 @@ MAX_RUN_LEASE_DURATION = 3600
 def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], anchor_pid: int,
           check_mode: bool) -> Dict[str, Any]:
     duration = params["duration"] if params.get("duration") is not None else run.RUN_LEASE_DURATION
-    if not 2 * run.RENEW_EVERY <= duration <= MAX_RUN_LEASE_DURATION:
-        raise InputError(f"duration must be between {2 * run.RENEW_EVERY} and {MAX_RUN_LEASE_DURATION} seconds "
+    short = renewal.too_short(duration, "duration")
+    if short:
+        raise InputError(short)
+    if not renewal.MIN_LEASE_SECONDS <= duration <= MAX_RUN_LEASE_DURATION:
+        raise InputError(f"duration must be between {renewal.MIN_LEASE_SECONDS} and {MAX_RUN_LEASE_DURATION} seconds "
                          f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")
     run_id = run.validate_id(params["run_id"]) if params.get("run_id") else run.new_id(params.get("awx_job_id"))
     if anchor_pid <= 1 or run.process_start(anchor_pid) is None:

@@ -132,9 +132,11 @@ def node_report(n: Dict[str, Any], label_key: str) -> Dict[str, Any]:
 
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
              label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10,
-             only: Optional[List[str]] = None, node_read: Optional[Dict[str, Any]] = None) -> List[Dict[str, Any]]:
+             only: Optional[List[str]] = None, node_read: Optional[Dict[str, Any]] = None,
+             leases_read: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given.
-    ``node_read``: ``node`` as the caller has just read it (the Ready wait), not read again."""
+    ``node_read``: ``node`` as the caller has just read it (the Ready wait), not read again;
+    ``leases_read``: the lease namespace as the caller has just listed it."""
     validate(node, label_selector, label_key, events_limit, only)
     if only is not None:  # a name that cannot be a node's is never asked for ('..' would read /api/v1)
         only = [name for name in only if validation.is_node_name(name)]
@@ -154,7 +156,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             wanted = set(only)
             nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
     nms = maintenance.list_all(client)
-    leases = _leases(client)
+    leases = _leases(client) if leases_read is None else leases_read
     names = {n["metadata"]["name"] for n in nodes}
     added, gone = orphans(client, nms, names, only, everything=not node and only is None and not label_selector)
     nodes += added

@@ -54,6 +54,7 @@ class Options:
     end_events: List[Dict[str, Any]] = field(default_factory=list)
     run_id: str = ""
     mode: str = operator.STANDALONE  # operator: NMO does the node's work (operator.py)
+    held_leases: str = run.HELD_NONE  # the end: the node's leases the run must still hold (run.Guard)
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -68,6 +69,7 @@ class Options:
         validation.events(self.end_events)
         if self.run_id:
             run.validate_id(self.run_id)
+        validation.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)
         if self.mode not in (operator.STANDALONE, operator.OPERATOR):
             raise InputError(f"mode must be standalone or operator, got {self.mode!r}")
         self.lease.validate()
@@ -260,6 +262,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         or cordoned["changed"],
         reached=progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
+        held_leases=run.HELD_ALL if opts.run_id and not check_mode else run.HELD_NONE,
         waited=lease.get("waited", 0.0),
         taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
         events=recorder.recorded,
@@ -307,6 +310,7 @@ def begin_with_operator(client: Client, opts: Options, check_mode: bool = False)
         changed=made["created"] or bool(made["adopted_from"]) or lease["changed"], reached=progress.reached,
         created=made["created"], adopted_from=made["adopted_from"], maintenance=maintenance.summary(nm),
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease}, waited=lease.get("waited", 0.0),
+        held_leases=run.HELD_SLOT if opts.run_id and not check_mode else run.HELD_NONE,
         events=recorder.recorded, warnings=lease.get("warnings", []),
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"]},
               "after": {"maintenance": view(nm), **lease["diff"]["after"]}})
@@ -350,11 +354,23 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
 
 
 def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
-    """Design step 9: everything the begin did, undone, and the NodeMaintenance deleted."""
+    """Design step 9: everything the begin did, undone, and the NodeMaintenance deleted.
+
+    Not when a lease the run held for the node lapsed or changed hands since (``held_leases``):
+    another run may have taken the node or its slot meanwhile, so the maintenance cannot be
+    reported done; the task fails (LeaseLost) and the role's failure path says what happened."""
     opts.validate()
+    warnings: List[str] = []
+    if not check_mode and opts.held_leases != run.HELD_NONE:
+        guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
+        guard.check(force=True)
+        warnings = guard.warnings
     if opts.mode == operator.OPERATOR:
-        return end_with_operator(client, opts, check_mode)
-    return _undo(client, opts, BEGIN_STEPS, False, check_mode)
+        done = end_with_operator(client, opts, check_mode)
+    else:
+        done = _undo(client, opts, BEGIN_STEPS, False, check_mode)
+    done["warnings"] = warnings + list(done.get("warnings") or [])
+    return done
 
 
 def rollback(client: Client, opts: Options, reached: List[str], keep_record: bool = True,

@@ -126,7 +126,7 @@ def follow_drain(client: Client, opts: Any, check_mode: bool) -> Dict[str, Any]:
                               "evicted": [], "deleted": []}
     if check_mode:
         return {**result, "status": maintenance.summary(nm)}
-    guard = run.guard_for(client, opts.run_id)
+    guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
     started = time.monotonic()
     status = follow(client, name, opts.node, opts.timeout, guard)
-    return {**result, "status": status, "elapsed": round(time.monotonic() - started, 3)}
+    return {**result, "status": status, "elapsed": round(time.monotonic() - started, 3), "warnings": guard.warnings}

@@ -38,10 +38,11 @@ def not_ready_text(name: str, node: Optional[Dict[str, Any]]) -> str:
 
 
 def wait_ready(client: Client, name: str, timeout: float,
-               clock: Callable[[], float] = time.monotonic) -> Dict[str, Any]:
+               clock: Callable[[], float] = time.monotonic, guard: Optional[Any] = None) -> Dict[str, Any]:
     """The node once its Ready condition is True; WaitTimeout after ``timeout`` seconds,
     NodeGone (a RefusedError) when there is no such node or it is deleted meanwhile. A node Ready at
-    once costs the one list; the watch starts from that list only when it is not."""
+    once costs the one list; the watch starts from that list only when it is not.
+    ``guard`` (run.Guard) is asked while the wait lasts: the run and its leases for the node."""
     validation.node_name(name)  # '' or '..' would list other nodes
     query = {"fieldSelector": f"metadata.name={name}"}
     listing = list_objects(client, "/api/v1/nodes", query)
@@ -55,6 +56,8 @@ def wait_ready(client: Client, name: str, timeout: float,
     key = f"/{name}"
     with Watcher(client, "/api/v1/nodes", query, initial=listing) as watcher:
         def check() -> Optional[Dict[str, Any]]:
+            if guard is not None:
+                guard.check()  # at most every few seconds, one request
             node = watcher.objects.get(key)
             if node is None:
                 raise NodeGone(not_ready_text(name, None))

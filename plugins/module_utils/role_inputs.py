@@ -1,0 +1,142 @@
+"""The role's inputs as its tasks will use them, checked once before the node is touched.
+
+Ansible's role argument validation (meta/argument_specs.yml) converts values to check them
+and then leaves the variables as they were given: a ``node_maintenance_hooks_work`` given as
+a string passes it and then fails the include's loop (``The loop value must resolve to a
+'list', not 'str'``) on a node already cordoned and half drained. So every option is looked
+at here as given: a list option must be a list (of strings, for paths), a dict option a
+dict, and no scalar option a list or a dict. The checks the argument spec cannot say
+(the shortest lease the heartbeat can keep, the window's format and zone) are here too,
+each message naming the role's variable.
+
+Pure: the argument spec and the values come in, the problems (and the window's end, parsed)
+go out.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional, Tuple
+
+from .errors import InputError
+from .guards import renewal
+
+Spec = Dict[str, Dict[str, Any]]
+
+LEASE_DURATION = "node_maintenance_lease_duration"
+WINDOW_END = "node_maintenance_window_end"
+# ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
+# and a zone, Z or an offset (+01:00, +0100)
+_WINDOW = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
+_SCALARS = ("str", "bool", "int", "float", "path", "raw")
+
+
+def kind(value: Any) -> str:
+    """What an operator calls the type of a value given in YAML or JSON."""
+    for cls, name in ((bool, "a boolean"), (str, "a string"), (dict, "a dict"), (list, "a list"), (tuple, "a list"),
+                      (int, "a number"), (float, "a number")):
+        if isinstance(value, cls):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:50] + "...'"
+
+
+def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
+    """Every value whose shape is not its option's: the container types, as given, unconverted."""
+    found: List[str] = []
+    for name, option in spec.items():
+        if name not in values:
+            continue
+        value = values[name]
+        wanted = option.get("type", "str")
+        if value is None:
+            continue  # unset: the default applies (null is the default of the options that allow it)
+        if wanted == "list":
+            if not isinstance(value, (list, tuple)):
+                hint = (f" (for one file: [{value!r}])" if isinstance(value, str) and option.get("elements") == "path"
+                        else f" ({option['hint']})" if option.get("hint") else "")
+                found.append(f"{name}: {kind(value)} was given ({_shown(value)}), a list is needed{hint}")
+                continue
+            elements = option.get("elements")
+            for index, item in enumerate(value):
+                if elements in ("str", "path") and not isinstance(item, str):
+                    found.append(f"{name}[{index}]: {kind(item)} was given ({_shown(item)}), a string is needed"
+                                 f"{' (a file path)' if elements == 'path' else ''}")
+                elif elements == "dict" and not isinstance(item, dict):
+                    found.append(f"{name}[{index}]: {kind(item)} was given ({_shown(item)}), a dict is needed")
+        elif wanted == "dict":
+            if not isinstance(value, dict):
+                found.append(f"{name}: {kind(value)} was given ({_shown(value)}), a dict is needed")
+        elif wanted in _SCALARS and wanted != "raw" and isinstance(value, (list, tuple, dict)):
+            found.append(f"{name}: {kind(value)} was given ({_shown(value)}), {_article(wanted)} is needed")
+    return found
+
+
+def _article(wanted: str) -> str:
+    return {"str": "a string", "path": "a string (a file path)", "bool": "a boolean (true or false)",
+            "int": "a whole number", "float": "a number"}.get(wanted, wanted)
+
+
+def window_end(value: Any, option: str = WINDOW_END) -> Optional[datetime]:
+    """The window's end as an aware datetime; None when unset (''). InputError naming the
+    option when it is not ISO 8601 with a zone: a time without one would be read in the
+    controller's zone, which the operator who wrote it may not share."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{option}: {kind(value)} was given ({_shown(value)}), a date and time is "
+                         "needed, as 2026-11-29T18:00:00+01:00")
+    match = _WINDOW.match(value.strip())
+    if not match:
+        raise InputError(f"{option}: {_shown(value)} is not a date and time in ISO 8601: give it as "
+                         "2026-11-29T18:00:00+01:00 (or ...Z for UTC)")
+    day, clock, fraction, zone = match.groups()
+    if zone is None:
+        raise InputError(f"{option}: {_shown(value)} has no time zone: add Z (UTC) or the offset of "
+                         f"the window's zone, as {day}T{clock}+01:00")
+    if zone != "Z" and ":" not in zone:
+        zone = zone[:3] + ":" + zone[3:]
+    try:
+        return datetime.fromisoformat(f"{day}T{clock}{fraction or ''}{'+00:00' if zone == 'Z' else zone}")
+    except ValueError as exc:
+        raise InputError(f"{option}: {_shown(value)} is not a valid date and time ({exc})") from None
+
+
+def lease_duration(value: Any, option: str = LEASE_DURATION) -> None:
+    """At least what the heartbeat can keep (renewal.MIN_LEASE_SECONDS); -e gives it as a string."""
+    try:
+        seconds = int(value) if isinstance(value, str) else value
+    except ValueError:
+        return  # not a number: the argument spec said so already
+    short = renewal.too_short(seconds, option)
+    if short:
+        raise InputError(short)
+
+
+def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) -> Tuple[List[str], Dict[str, Any]]:
+    """(problems, facts): every problem of the role's inputs; facts for the role's later
+    tasks (the window's end as a UTC timestamp, and how long ago it was when in the past)."""
+    problems = shape_problems(spec, values)
+    facts: Dict[str, Any] = {}
+    if LEASE_DURATION in values:
+        try:
+            lease_duration(values[LEASE_DURATION])
+        except InputError as exc:
+            problems.append(exc.message)
+    if WINDOW_END in values:
+        try:
+            end = window_end(values[WINDOW_END])
+        except InputError as exc:
+            problems.append(exc.message)
+            end = None
+        if end is not None:
+            moment = now or datetime.now(timezone.utc)
+            facts["window_end"] = {"at": end.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                                   "given": values[WINDOW_END], "timestamp": end.timestamp(),
+                                   "ended": end <= moment}
+    return problems, facts

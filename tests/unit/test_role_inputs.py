@@ -1,0 +1,124 @@
+"""The role's inputs as given (module_utils/role_inputs.py): the shapes the argument spec
+converts away, the shortest lease, the window's format and zone."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE = ROOT / "roles" / "node_maintenance"
+SPEC = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+DEFAULTS = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+NOW = datetime(2026, 11, 29, 18, 0, 0, tzinfo=timezone.utc)
+LIST_OPTIONS = sorted(name for name, option in SPEC.items() if option.get("type") == "list")
+
+
+def test_the_defaults_pass():
+    problems, facts = role_inputs.check(SPEC, dict(DEFAULTS), NOW)
+    assert problems == [] and facts == {}
+
+
+def test_every_list_option_of_the_role_is_known():
+    assert LIST_OPTIONS == ["node_maintenance_hooks_after", "node_maintenance_hooks_before_drain",
+                            "node_maintenance_hooks_work"]
+
+
+@pytest.mark.parametrize("name", LIST_OPTIONS)
+@pytest.mark.parametrize("value, given", [("flash.yml", "a string was given ('flash.yml')"),
+                                          ({"a": "b.yml"}, "a dict was given"),
+                                          (3, "a number was given")])
+def test_a_list_option_given_otherwise_is_named_with_the_type_given(name, value, given):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
+    assert len(problems) == 1 and problems[0].startswith(f"{name}: {given}") and "a list is needed" in problems[0]
+
+
+def test_a_string_for_a_list_of_paths_says_how_to_give_one_file():
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": "flash.yml"}, NOW)
+    assert problems[0].endswith("a list is needed (for one file: ['flash.yml'])")
+
+
+def test_a_list_element_that_is_not_a_path():
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": ["a.yml", ["b.yml"]]}, NOW)
+    assert problems == ["node_maintenance_hooks_work[1]: a list was given (['b.yml']), a string is needed (a file path)"]
+
+
+@pytest.mark.parametrize("name, value", [("node_maintenance_gate", ["gate.yml"]), ("node_maintenance_gate", {"a": 1}),
+                                         ("node_maintenance_drain_pod_selector", {"app": "web"}),
+                                         ("node_maintenance_etcd_pod_selector", ["component=etcd"]),
+                                         ("node_maintenance_concurrency", [1]),
+                                         ("node_maintenance_wait_ready", {"yes": True})])
+def test_a_scalar_option_given_a_list_or_a_dict(name, value):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, name: value}, NOW)
+    assert len(problems) == 1 and problems[0].startswith(f"{name}: a ") and "is needed" in problems[0]
+
+
+def test_every_problem_at_once():
+    given = {**DEFAULTS, "node_maintenance_hooks_work": "a.yml", "node_maintenance_hooks_after": "b.yml",
+             "node_maintenance_lease_duration": 5}
+    problems, _facts = role_inputs.check(SPEC, given, NOW)
+    assert [p.split(":")[0] for p in problems] == ["node_maintenance_hooks_work", "node_maintenance_hooks_after",
+                                                   "node_maintenance_lease_duration"]
+
+
+@pytest.mark.parametrize("value", [5, "5", 29, "29"])
+def test_a_lease_shorter_than_the_heartbeat_keeps(value):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_lease_duration": value}, NOW)
+    assert len(problems) == 1
+    assert problems[0].startswith(f"node_maintenance_lease_duration: {int(value)} is shorter than the 30 s")
+
+
+@pytest.mark.parametrize("value", [30, "30", 3600])
+def test_a_lease_the_heartbeat_keeps(value):
+    assert role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_lease_duration": value}, NOW)[0] == []
+
+
+# -- the window ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("given, utc", [
+    ("2026-11-29T18:00:00+01:00", "2026-11-29T17:00:00Z"),
+    ("2026-11-29T18:00:00Z", "2026-11-29T18:00:00Z"),
+    ("2026-11-29T18:00:00.5-0530", "2026-11-29T23:30:00Z"),
+    ("2026-11-29 18:00:00+00:00", "2026-11-29T18:00:00Z"),
+])
+def test_a_window_end_with_a_zone(given, utc):
+    assert role_inputs.window_end(given).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") == utc
+
+
+def test_an_empty_window_end_is_no_window():
+    assert role_inputs.window_end("") is None and role_inputs.window_end(None) is None
+
+
+@pytest.mark.parametrize("given, message", [
+    ("2026-11-29T18:00:00", "node_maintenance_window_end: '2026-11-29T18:00:00' has no time zone: add Z (UTC)"),
+    ("tomorrow", "node_maintenance_window_end: 'tomorrow' is not a date and time in ISO 8601"),
+    ("2026-11-29T18:00", "node_maintenance_window_end: '2026-11-29T18:00' is not a date and time in ISO 8601"),
+    ("2026-13-29T18:00:00Z", "node_maintenance_window_end: '2026-13-29T18:00:00Z' is not a valid date and time"),
+    (1764439200, "node_maintenance_window_end: a number was given (1764439200), a date and time is needed"),
+])
+def test_a_bad_window_end_names_the_option(given, message):
+    with pytest.raises(InputError) as caught:
+        role_inputs.window_end(given)
+    assert caught.value.message.startswith(message), caught.value.message
+
+
+def test_the_window_facts_say_whether_it_ended():
+    _problems, facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T18:30:00+01:00"}, NOW)
+    assert facts["window_end"] == {"at": "2026-11-29T17:30:00Z", "given": "2026-11-29T18:30:00+01:00",
+                                   "timestamp": datetime(2026, 11, 29, 17, 30, tzinfo=timezone.utc).timestamp(),
+                                   "ended": True}
+    _problems, later = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_window_end": "2026-11-29T20:00:00Z"}, NOW)
+    assert later["window_end"]["ended"] is False
+
+
+def test_the_role_checks_every_option_of_its_argument_spec():
+    """tasks/check_files.yml hands every option to the input check, as given."""
+    task = yaml.safe_load((ROLE / "tasks" / "check_files.yml").read_text())[0]
+    inputs = task["nmo.maintenance.nmo_check_files"]["inputs"]
+    assert sorted(inputs) == sorted(SPEC)
+    assert all(value == "{{ " + name + " }}" for name, value in inputs.items())

@@ -4,7 +4,8 @@
 KubeVirt's controllers need real nodes (virt-handler, libvirt, QEMU) and cannot run on kwok's
 fake ones. This process reproduces what KubeVirt does *observably* through the API when a
 VirtualMachineInstanceMigration (VMIM) is created, so that the collection's KubeVirt hook
-(plugins/module_utils/kubevirt/) can be tested against a real API server:
+(plugins/module_utils/: model/kubevirt.py, stores/kubevirt.py, workflows/migrations.py) can be
+tested against a real API server:
 
 - virt-controller's migration controller: a new VMIM goes through the phases
   Pending -> Scheduling -> Scheduled -> PreparingTarget -> TargetReady -> Running -> Succeeded,

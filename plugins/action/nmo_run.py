@@ -30,7 +30,7 @@ class ActionModule(ActionBase):
         params = checked.validated_parameters
         client_utils = importlib.import_module(f"{PACKAGE}.module_utils.api.client")
         errors = importlib.import_module(f"{PACKAGE}.module_utils.errors")
-        run_start = importlib.import_module(f"{PACKAGE}.module_utils.guards.run_start")
+        run_start = importlib.import_module(f"{PACKAGE}.module_utils.workflows.run_start")
         del module
         try:
             options = client_utils.ConnectionOptions.from_params(params)

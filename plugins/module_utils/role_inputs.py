@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InputError
-from .guards import renewal
+from .model import renewal
 
 Spec = Dict[str, Dict[str, Any]]
 

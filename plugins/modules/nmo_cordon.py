@@ -111,10 +111,11 @@ api_requests_by:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import events, lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import events
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import lifecycle
 
 
 def core(client, params, check_mode):

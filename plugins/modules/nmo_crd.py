@@ -166,11 +166,12 @@ api_requests_by:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import specs, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd, events, lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd, events, maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import lifecycle
 
 STATUS_OPTIONS = {
     "phase": {"type": "str", "choices": list(crd.PHASES)},

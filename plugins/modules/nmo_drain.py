@@ -269,10 +269,11 @@ status:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import specs, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions, drain
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import operator
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
 
 
 def core(client, params, check_mode):

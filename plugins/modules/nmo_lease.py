@@ -164,7 +164,7 @@ api_requests_by:
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption
 
 
 def core(client, params, check_mode):

@@ -299,9 +299,9 @@ api_requests_by:
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import failure, lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
 
 
 def core(client, params, check_mode):

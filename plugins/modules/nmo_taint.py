@@ -92,11 +92,11 @@ api_requests_by:
   type: dict
 """
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import state
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.state import Wanted
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import MAINTENANCE_TAINTS
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import node_state as state
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_state import Wanted
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import MAINTENANCE_TAINTS
 
 
 def core(client, params, check_mode):

@@ -165,7 +165,7 @@ class NmoAction(ActionBase):
         module = self.load_module(name)
         if module is None:
             return None
-        run = importlib.import_module(f"{PACKAGE}.module_utils.guards.run")  # the core only: no extra package
+        run = importlib.import_module(f"{PACKAGE}.module_utils.workflows.run")  # the core only: no extra package
         run.set_local_anchor(anchor)  # waits and writes stop when this controller process is gone
         args = dict(self._task.args)  # _update_module_args adds Ansible's own _ansible_* keys to it
         self._update_module_args(name, args, task_vars)

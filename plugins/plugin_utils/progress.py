@@ -58,7 +58,7 @@ class ProgressPrinter(threading.Thread):
         if self.unreadable is None:
             try:
                 from ansible_collections.nmo.maintenance.plugins.module_utils.api import client
-                from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+                from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
                 if self.client is None:
                     self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)

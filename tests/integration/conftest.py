@@ -4,7 +4,7 @@ import pytest
 from helpers import run_module
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import Conflict
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
 
 from .maintenance_support import RestrictedUser
 

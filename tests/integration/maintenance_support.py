@@ -20,7 +20,7 @@ from helpers import ansible_env
 from topology import WORLD_LABEL, pod_ready, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = ROOT / "playbooks"

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Tuple
 import pytest
 from helpers import run_playbook
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards.leases import RUN_LEASE_PREFIX
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.leases import RUN_LEASE_PREFIX
 
 pytestmark = [pytest.mark.cluster]
 

@@ -13,7 +13,7 @@ from typing import Any, Dict
 import pytest
 from helpers import run_module
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 
 from .maintenance_support import LEASES, slot_prefix
 

@@ -6,8 +6,9 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks, state
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import marks
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import node_state as state
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,

@@ -11,10 +11,10 @@ from topology import pod_ready, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainFailed, DrainOptions, drain, send
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import EVICT, PodPlan
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.tracking import ACCEPTED
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import EVICT, PodPlan
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.tracking import ACCEPTED
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainFailed, DrainOptions, drain, send
 
 from .maintenance_support import AvailabilityRecorder, Background, events_of, nm_status, start_maintenance
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, Set
 import pytest
 import yaml
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import COMPONENT
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.events import COMPONENT
 
 from .maintenance_support import (
     LEASES,

@@ -17,7 +17,7 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases, renewal
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, renewal
 
 from .maintenance_support import (
     LEASES,

@@ -19,8 +19,8 @@ from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import MultiWatcher, Watcher
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainFailed, DrainOptions, drain
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainFailed, DrainOptions, drain
 
 from .maintenance_support import (
     AvailabilityRecorder,

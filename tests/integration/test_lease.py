@@ -10,8 +10,8 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
 from .maintenance_support import events_of, run_tasks
 
@@ -106,7 +106,7 @@ def test_acquire_writes_medik8s_lease_and_slot_then_release_removes_them(cluster
 def test_a_missing_leases_namespace_is_made_when_the_first_lease_needs_it(cluster, world):
     """The namespace is not looked for before each acquire: the lease is created, and only
     its refusal for want of a namespace makes the namespace (then the lease)."""
-    from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
+    from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption
 
     node = world.add_nodes(workers=1)[0]
     c = cluster.client
@@ -130,7 +130,7 @@ def test_a_missing_leases_namespace_is_made_when_the_first_lease_needs_it(cluste
 
 
 def leases_etcd_options(world: Any) -> Any:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.guards import etcd_guard
+    from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
 
     return etcd_guard.Options(pod_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
 

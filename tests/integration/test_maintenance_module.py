@@ -7,7 +7,7 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 
 from .maintenance_support import (
     leases_naming,

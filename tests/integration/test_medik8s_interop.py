@@ -19,7 +19,7 @@ from helpers import run_module
 from medik8s import NM_PATH, NMO_FINALIZER, NMO_HOLDER
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 
 from .maintenance_support import (
     LABEL,
@@ -249,7 +249,7 @@ def test_nmo_webhook_answers_and_our_crd_is_not_replaced(medik8s, cluster, world
 def test_nmos_crd_installed_first_takes_our_objects(medik8s, cluster, world, user, tmp_path):
     """NMO's own CRD (no CEL rule, no printer columns of ours) installed before us: the role
     keeps it, and its objects work for both. Ours is put back afterwards for the other tests."""
-    from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+    from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
 
     crd_path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd.CRD_NAME}"
     assert not (cluster.client.get(NM_PATH) or {}).get("items"), "an earlier test left a NodeMaintenance"

@@ -12,8 +12,8 @@ from helpers import run_module, run_playbook
 from topology import World, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.events import COMPONENT
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions, preflight
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.events import COMPONENT
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions, preflight
 
 from .maintenance_support import NM_API, leases_naming, node_clean, run, slot_prefix, write_inventory
 

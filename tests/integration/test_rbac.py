@@ -17,9 +17,9 @@ from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.crd import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.crd import (
     CRD_NAME,
     CRD_PATH,
     REVISION_ANNOTATION,

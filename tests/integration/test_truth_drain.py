@@ -12,8 +12,8 @@ import pytest
 from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client, ConnectionOptions, connect
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainFailed, DrainOptions, drain
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions, preflight
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainFailed, DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions, preflight
 
 from .maintenance_support import (
     LEASES,

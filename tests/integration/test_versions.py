@@ -12,7 +12,7 @@ from helpers import run_module
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api import server
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
 
 HACK = Path(__file__).resolve().parents[2] / "hack"
 CRD_URL = f"{crd.CRD_PATH}/{crd.CRD_NAME}"

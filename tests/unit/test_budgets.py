@@ -6,7 +6,7 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import budgets
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import budgets
 
 
 def pdb(selector: Optional[Dict[str, Any]] = None, min_available: Any = None, max_unavailable: Any = None,

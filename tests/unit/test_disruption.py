@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption, etcd_guard, leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, etcd_guard
 
 PARAMS = {"node": "w1", "concurrency": 2, "duration": 600, "slot_prefix": "team-a", "wait": True, "timeout": 30,
           "etcd_guard": "kubeadm", "etcd_pod_selector": "component=etcd", "etcd_pod_namespace": "kube-system",

@@ -6,9 +6,9 @@ from typing import Any, Dict, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import tracking as dt
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, api_error
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import tracking as dt
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import (
     DELETE,
     EVICT,
     REFUSE,
@@ -19,7 +19,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters 
     parse_selector,
     refusal_message,
 )
-from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, api_error
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
 
 NOW = 1_700_000_000.0  # epoch seconds the tests pin as "now"
 STAMP_60S_AGO = "2023-11-14T22:12:20Z"  # NOW - 60 s

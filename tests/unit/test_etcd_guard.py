@@ -6,7 +6,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import etcd_guard
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
 
 
 def pod(node: str, ready: str = "True", labels: Dict[str, str] = None, name: str = "") -> Dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import events
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import events
 
 NM = {"apiVersion": "nodemaintenance.medik8s.io/v1beta1", "kind": "NodeMaintenance",
       "metadata": {"name": "maintenance-w1", "uid": "u-1", "resourceVersion": "42"}}

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure
 
 
 @pytest.mark.parametrize("task, drained, phase", [

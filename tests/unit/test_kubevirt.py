@@ -8,12 +8,12 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.kubevirt import objects as kv
-from ansible_collections.nmo.maintenance.plugins.module_utils.kubevirt.preflight import note
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.record import migration_lines, progress_line
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import preflight as pf
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import kubevirt as kv
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.kubevirt import note
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.maintenance import migration_lines, progress_line
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import preflight as pf
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
 
 from .test_preflight import REFUSAL, pdb, reports_for, snapshot
 from .test_preflight import node as a_node

@@ -8,7 +8,7 @@ from typing import Any, Dict, Optional
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 
 NOW = datetime(2026, 11, 29, 11, 0, 0, tzinfo=timezone.utc)
 NODE = {"metadata": {"name": "node-worker-01", "uid": "u-1"}}

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, RefusedError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import ready
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_ready as ready
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
 
 
 def opts(**change) -> lifecycle.Options:

@@ -3,8 +3,8 @@
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance.record import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.maintenance import (
     default_name,
     drain_progress,
     find,

@@ -1,6 +1,6 @@
 """Our marks on a node: what the begin records, and what the end takes back."""
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import marks
 
 KEY = marks.EXCLUDE_FROM_REMEDIATION
 

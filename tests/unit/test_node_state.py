@@ -11,9 +11,10 @@ from typing import Any, Dict, List
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.node import marks, state
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.state import Wanted
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import marks
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import node_state as state
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_state import Wanted
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,

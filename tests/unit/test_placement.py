@@ -7,8 +7,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import placement as pl
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import quantity as q
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import placement as pl
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import quantity as q
 
 GI = 2 ** 30
 

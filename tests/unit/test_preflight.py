@@ -6,10 +6,10 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import budgets
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import SelectionOptions, classify
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import DisruptionBudgetRefusal, InputError, api_error
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import preflight as pf
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import budgets
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import SelectionOptions, classify
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import preflight as pf
 
 REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
 

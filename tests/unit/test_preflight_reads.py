@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import budgets
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import SelectionOptions, classify
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import placement as pl
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import preflight as pf
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight import reads
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import budgets
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import placement as pl
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import SelectionOptions, classify
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import preflight_reads as reads
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import preflight as pf
 
 
 def node(name: str, cpu: str = "4", labels: Optional[Dict[str, str]] = None, unschedulable: bool = False) -> Dict[str, Any]:

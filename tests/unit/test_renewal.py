@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import heartbeat, leases, renewal, run
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, renewal
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import heartbeat, run
 
 NOW = datetime(2026, 12, 1, 5, 0, 0, tzinfo=timezone.utc)
 RUN = "r1"

@@ -16,7 +16,6 @@ import urllib3
 from ansible_collections.nmo.maintenance.plugins.module_utils.api import retry, waiter
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import Client
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.kubeconfig import Configuration
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import tracking as dt
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import (
     ApiError,
     Conflict,
@@ -24,7 +23,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.errors import (
     TooManyRequests,
     api_error,
 )
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import events
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import tracking as dt
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import events
 
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
 PDB_BODY = {"kind": "Status", "code": 429, "reason": "TooManyRequests", "message": PDB_MESSAGE,
@@ -413,7 +413,7 @@ def test_a_watch_that_is_forbidden_fails_the_wait(quick_reopen: None) -> None:
 
 # -- creates and deletes whose first answer was lost ------------------------------------------------------
 def test_a_nodemaintenance_created_before_its_answer_was_lost_is_ours() -> None:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+    from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
     nm = {"metadata": {"name": "maintenance-a", "resourceVersion": "5"}, "spec": {"nodeName": "node-a"}}
     client = fake_client(
@@ -428,7 +428,7 @@ def test_a_nodemaintenance_created_before_its_answer_was_lost_is_ours() -> None:
 
 
 def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import record as maintenance
+    from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
     client = fake_client(RESET, FakeResponse(404, {"reason": "NotFound", "message": "not found"}))
     assert maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})
@@ -438,8 +438,8 @@ def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
 
 # -- the pre-flight's dry runs ---------------------------------------------------------------------
 def dry_run(*answers: Any) -> Any:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.drain import dry_run as evictions
-    from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import PodPlan
+    from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import PodPlan
+    from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import dry_run as evictions
 
     client = fake_client(*answers)
     client.retry = retry.RetryPolicy(budget=0.05, first=0.001, cap=0.002)

@@ -6,11 +6,11 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import returning
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import tracking as dt
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, api_error
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import DRAIN_TAINT, UNSCHEDULABLE_TAINT
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import returning
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import tracking as dt
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import DRAIN_TAINT, UNSCHEDULABLE_TAINT
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
 
 
 def pod(tolerations: Optional[List[Dict[str, Any]]] = None, owner: Optional[str] = "ReplicaSet",
@@ -102,7 +102,7 @@ class TestGrouping:
 
 
 def _plan(name: str) -> Any:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.drain.pod_filters import EVICT, PodPlan
+    from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import EVICT, PodPlan
     return PodPlan("ns", name, name, EVICT, "test")
 
 

@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api import server
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
 
 
 @pytest.mark.parametrize("answer, minor", [

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import etcd_guard
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards.disruption import Request
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.disruption import Request
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "ansible_collections.nmo.maintenance.plugins"

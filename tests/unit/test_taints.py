@@ -3,7 +3,7 @@
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import (
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import (
     DRAIN_TAINT,
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,

@@ -19,8 +19,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import 
     ca_source,
     connection_error,
 )
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain import tracking
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import ApiError, TlsVerifyError, Unreachable
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import tracking
 
 URL = "https://10.0.0.1:6443"
 KEY_USAGE = "CA cert does not include key usage extension"

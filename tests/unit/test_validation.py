@@ -7,14 +7,13 @@ from typing import Any, Callable
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import validation
-from ansible_collections.nmo.maintenance.plugins.module_utils.drain.drain import DrainOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards import disruption, leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.guards.etcd_guard import Options as EtcdOptions
-from ansible_collections.nmo.maintenance.plugins.module_utils.maintenance import info, lifecycle
-from ansible_collections.nmo.maintenance.plugins.module_utils.node.taints import UnprocessableEntity, is_test_failure
-from ansible_collections.nmo.maintenance.plugins.module_utils.preflight.preflight import PreflightOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import UnprocessableEntity, is_test_failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, info, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.etcd_guard import Options as EtcdOptions
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions
 
 GOOD_NODES = ["node-worker-01", "a", "1", "w1.rack-2.example.com", "a" * 253, "x-y.z"]
 BAD_NODES = ["", " ", ".", "..", "../x", "a/b", "Node-1", "node_1", "-a", "a-", "a..b", ".a", "a.", "nöde", "a b",

@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
 from ..api.client import Client, path_segment
-from ..drain import budgets
-from ..drain.pod_filters import is_finished
 from ..errors import InputError
-from .placement import RESOURCES, NodeRoom, node_room, pod_requests
+from ..model import budgets
+from ..model.placement import RESOURCES, NodeRoom, node_room, pod_requests
+from ..model.pod_filters import is_finished
 
 PAGE = 500
 PODS = "/api/v1/pods"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
-from ..maintenance.record import drain_progress
+from ..stores.maintenance import drain_progress
 from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
 
 # Outcomes of one eviction or deletion request.

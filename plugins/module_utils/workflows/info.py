@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import validation
 from ..api.client import Client
 from ..errors import InputError, NotFound, RefusedError
-from ..guards import leases as lease_utils
-from ..node.marks import EXCLUDE_FROM_REMEDIATION, is_ready
-from ..node.taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
-from . import record as maintenance
-from .events import EVENT_NAMESPACE
+from ..model import leases as lease_utils
+from ..model import validation
+from ..model.marks import EXCLUDE_FROM_REMEDIATION, is_ready
+from ..model.taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
+from ..stores import maintenance
+from ..stores.events import EVENT_NAMESPACE
 
 LEASE_NAMESPACE = "medik8s-leases"
 MARK_PREFIX = "nmo.maintenance/"  # the node annotations the role writes (a campaign's done mark)

@@ -18,18 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .. import validation
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
-from ..guards import run
-from ..kubevirt import migrations as kubevirt
-from ..kubevirt.objects import MODES as KUBEVIRT_MODES
-from ..maintenance import record as maintenance
-from ..maintenance.events import DRAIN, DRAIN_ERROR, EventRecorder
-from ..node.taints import read_node
-from . import dry_run, returning
-from .pod_filters import (
+from ..model import returning, validation
+from ..model.kubevirt import MODES as KUBEVIRT_MODES
+from ..model.pod_filters import (
     DELETE,
     EVICT,
     REFUSE,
@@ -41,7 +35,8 @@ from .pod_filters import (
     pod_path,
     refusal_message,
 )
-from .tracking import (
+from ..model.taints import read_node
+from ..model.tracking import (
     FATAL,
     REFUSED,
     RETRY,
@@ -55,6 +50,10 @@ from .tracking import (
     outcome_of,
     status_fields,
 )
+from ..stores import maintenance
+from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
+from . import dry_run, run
+from . import migrations as kubevirt
 
 PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"

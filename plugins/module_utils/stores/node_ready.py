@@ -11,12 +11,12 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, Optional
 
-from .. import validation
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import WaitTimeout
-from .marks import is_ready
-from .taints import NodeGone
+from ..model import validation
+from ..model.marks import is_ready
+from ..model.taints import NodeGone
 
 
 def ready_condition(node: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:

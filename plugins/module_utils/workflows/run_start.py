@@ -7,8 +7,8 @@ from typing import Any, Dict
 from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
-from ..maintenance import operator
-from . import heartbeat, leases, renewal, run
+from ..model import leases, renewal
+from . import heartbeat, operator, run
 
 MAX_RUN_LEASE_DURATION = 3600
 

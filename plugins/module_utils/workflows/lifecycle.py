@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import validation
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..guards import disruption, leases, run
-from ..node import state
-from ..node.marks import (
+from ..model import failure, leases, validation
+from ..model import node_state as state
+from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
     begin_wanted,
     cordon_wanted,
@@ -32,10 +31,10 @@ from ..node.marks import (
     left_as_found,
     marking,
 )
-from ..node.state import Wanted
-from ..node.taints import MAINTENANCE_TAINTS, NodeGone, node_path, read_node
-from . import crd, events, failure, info, operator
-from . import record as maintenance
+from ..model.node_state import Wanted
+from ..model.taints import MAINTENANCE_TAINTS, NodeGone, node_path, read_node
+from ..stores import crd, events, maintenance
+from . import disruption, info, operator, run
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
 END_STEPS = ("uncordon", "taints", "lease", "maintenance")

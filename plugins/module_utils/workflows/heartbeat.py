@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from ..api.client import Client, ConnectionOptions, connect
 from ..errors import NmoError
-from . import leases, renewal, run
+from ..model import leases, renewal
+from . import run
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:

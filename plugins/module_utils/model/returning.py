@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ..node.taints import MAINTENANCE_TAINTS, Taint
 from .pod_filters import controller_of
+from .taints import MAINTENANCE_TAINTS, Taint
 
 Pod = Dict[str, Any]
 Toleration = Dict[str, Any]

@@ -14,7 +14,7 @@ import math
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .errors import InputError
+from ..errors import InputError
 
 DNS_SUBDOMAIN_MAX = 253
 DNS_LABEL_MAX = 63
@@ -128,7 +128,7 @@ def label_value(value: Any, option: str) -> str:
 
 def label_selector(value: Any, option: str) -> str:
     """A label selector as Kubernetes reads it (``app=web,tier!=db,env in (a,b),!legacy``)."""
-    from .drain.pod_filters import parse_selector
+    from .pod_filters import parse_selector
 
     text = _text(value, option)
     try:
@@ -244,7 +244,7 @@ def maintenance_status(status: Optional[Dict[str, Any]], option: str = "status")
 
 def taints(values: Any, option: str = "taints") -> None:
     """Taints as the API takes them: a key (qualified name), an optional value (label value), an effect."""
-    from .node.taints import EFFECTS
+    from .taints import EFFECTS
 
     if not isinstance(values, (list, tuple)):
         raise _fail(option, values, "must be a list of taints (key, value, effect)")

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client, path_segment
 from ..errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
-from ..guards.leases import RUN_ANNOTATION
-from ..node.taints import read_node
+from ..model.leases import RUN_ANNOTATION
+from ..model.taints import read_node
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
 from .events import now_rfc3339
 

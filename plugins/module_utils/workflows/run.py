@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
-from . import leases, renewal
+from ..model import leases, renewal
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"

@@ -35,8 +35,8 @@ from typing import Any, Callable, Dict, List, Optional
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher
 from ..errors import ApiError
-from ..maintenance.events import DRAIN_ERROR, now_rfc3339
-from . import objects as kv
+from ..model import kubevirt as kv
+from ..stores.events import DRAIN_ERROR, now_rfc3339
 
 Recorder = Callable[[str, str, str, Optional[str]], None]  # reason, message, key, type
 

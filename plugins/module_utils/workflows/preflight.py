@@ -20,16 +20,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .. import validation
 from ..api.client import Client
-from ..drain import budgets, returning
-from ..drain.dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
-from ..drain.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
 from ..errors import InputError
-from ..kubevirt import objects as kubevirt
-from ..kubevirt import preflight as kubevirt_preflight
-from .placement import Placement, place, show_requests, static_misfit, unjudged
-from .reads import Snapshot, candidates
+from ..model import budgets, kubevirt, returning, validation
+from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
+from ..model.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
+from ..stores import kubevirt as kubevirt_preflight
+from ..stores.preflight_reads import Snapshot, candidates
+from .dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
 
 __all__ = ["Snapshot", "PreflightOptions", "preflight"]
 

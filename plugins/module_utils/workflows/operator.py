@@ -21,8 +21,8 @@ from typing import Any, Dict, List, Optional
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import ApiError, NmoError, NotFound, RefusedError, WaitTimeout
-from ..guards import run
-from . import record as maintenance
+from ..stores import maintenance
+from . import run
 
 STANDALONE, OPERATOR, AUTO = "standalone", "operator", "auto"
 MODES = (AUTO, STANDALONE, OPERATOR)

@@ -20,10 +20,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from ..drain.pod_filters import is_finished
-from ..drain.returning import tolerates
-from ..node.marks import is_ready
+from .marks import is_ready
+from .pod_filters import is_finished
 from .quantity import CPU, MEMORY, PODS, amount, amounts, show
+from .returning import tolerates
 
 Obj = Dict[str, Any]
 RESOURCES = (CPU, MEMORY, PODS)

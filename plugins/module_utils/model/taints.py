@@ -59,7 +59,7 @@ def guarded_patch(current: Optional[List[Taint]], new: List[Taint]) -> List[Dict
 
 
 def validate_taints(taints: List[Taint]) -> None:
-    from .. import validation
+    from . import validation
 
     validation.taints(taints)
 
@@ -87,7 +87,7 @@ class NodeGone(RefusedError):
 
 
 def read_node(client: Client, name: str) -> Dict[str, Any]:
-    from .. import validation
+    from . import validation
 
     validation.node_name(name)  # '' or '..' would read another URL (/api/v1/nodes/, /api/v1)
     try:

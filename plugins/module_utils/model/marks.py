@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .state import Wanted
+from .node_state import Wanted
 from .taints import MAINTENANCE_TAINTS, UNSCHEDULABLE_TAINT, Taint, same_taint
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"

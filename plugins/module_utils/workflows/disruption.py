@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
-from .. import validation
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
-from ..maintenance import record as maintenance
-from ..maintenance.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
-from ..node.marks import is_control_plane
-from ..node.taints import node_path, read_node
-from . import etcd_guard, leases, run
+from ..model import leases, validation
+from ..model.marks import is_control_plane
+from ..model.taints import node_path, read_node
+from ..stores import maintenance
+from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
+from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
 # Node cordons are not watched (that would be every node of the cluster): the etcd verdict is

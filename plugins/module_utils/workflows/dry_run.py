@@ -10,7 +10,7 @@ from typing import Dict, List, Tuple
 
 from ..api.client import Client
 from ..errors import ApiError, DisruptionBudgetRefusal, NotFound, TooManyRequests
-from .pod_filters import PodPlan, pod_path
+from ..model.pod_filters import PodPlan, pod_path
 
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
 

@@ -286,7 +286,7 @@ def acquired_at(lease: Optional[Lease]) -> str:
 
 
 def validate(concurrency: int, duration: int, prefix: str) -> None:
-    from .. import validation
+    from . import validation
 
     validation.number(concurrency, "concurrency", 1, validation.MAX_CONCURRENCY, "nodes", integer=True)
     # leaseDurationSeconds is an int32, and a lease keeps remediation away until it lapses:

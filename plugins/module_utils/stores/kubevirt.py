@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 from ..api.client import Client
 from ..errors import ApiError, NotFound
-from . import objects as kv
+from ..model import kubevirt as kv
 
 
 def verdicts(client: Client, mode: str, refused: List[Dict[str, Any]]) -> Dict[str, kv.Verdict]:

@@ -172,8 +172,8 @@ import time
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.model.leases import list_leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.leases import list_leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.node_ready import wait_ready
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, in_maintenance, missing

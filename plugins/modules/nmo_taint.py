@@ -93,10 +93,10 @@ api_requests_by:
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import node_state as state
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_state import Wanted
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints import MAINTENANCE_TAINTS
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import nodes
 
 
 def core(client, params, check_mode):
@@ -104,7 +104,7 @@ def core(client, params, check_mode):
     wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
     validation.taints(wanted)
     change = Wanted(add=list(wanted)) if params["state"] == "present" else Wanted(remove=list(wanted))
-    done = state.apply(client, params["node"], change, check_mode)
+    done = nodes.apply(client, params["node"], change, check_mode)
     before, after = done.before["taints"], done.after["taints"]
     return {"changed": done.changed, "taints_before": before, "taints_after": after, "warnings": done.held,
             "diff": {"before": {"taints": before}, "after": {"taints": after}}}

@@ -13,6 +13,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints impor
     MAINTENANCE_TAINTS,
     UNSCHEDULABLE_TAINT,
 )
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import nodes
 
 from .maintenance_support import AuditLog
 
@@ -90,7 +91,7 @@ def test_concurrent_writer_makes_the_test_fail_and_both_writes_survive(cluster, 
         if attempt == 0:  # between our read and our write, someone adds a taint
             set_taints(cluster, node, [USER_TAINT])
 
-    changed = state.apply(cluster.client, node, state.Wanted(add=[DRAIN_TAINT]), before_write=racing_writer).changed
+    changed = nodes.apply(cluster.client, node, state.Wanted(add=[DRAIN_TAINT]), before_write=racing_writer).changed
     assert attempts == [0, 1], "the guarded patch did not fail and retry"
     assert changed
     assert keys(taints(cluster, node)) == keys([DRAIN_TAINT, USER_TAINT])
@@ -110,7 +111,7 @@ def test_a_begin_planned_from_an_old_read_is_planned_again_when_the_label_came_m
         if attempt == 0:
             cluster.client.patch(f"/api/v1/nodes/{node}", {"metadata": {"labels": {EXCLUDE: "true"}}}, "merge")
 
-    done = state.apply(cluster.client, node, lambda n: marks.begin_wanted(n, EXCLUDE, "run-x"), node=old_read,
+    done = nodes.apply(cluster.client, node, lambda n: marks.begin_wanted(n, EXCLUDE, "run-x"), node=old_read,
                        before_write=administrator)
     assert attempts == [0, 1], "the patch planned from the old read was not refused"
     assert done.changed

@@ -11,6 +11,7 @@ from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
 from .maintenance_support import events_of, run_tasks
@@ -33,23 +34,23 @@ def args(world: Any, node: str, **extra: Any) -> Dict[str, Any]:
 
 
 def lease_of(client: Any, name: str) -> Optional[Dict[str, Any]]:
-    return client.get_or_none(leases.leases_path(NS, name))
+    return client.get_or_none(lease_store.leases_path(NS, name))
 
 
 def slots(client: Any, world: Any) -> Dict[str, str]:
     """slot name -> holder, of this test's slots."""
-    return {s["metadata"]["name"]: leases.holder(s) for s in leases.slots_of(leases.list_leases(client), prefix(world))}
+    return {s["metadata"]["name"]: leases.holder(s) for s in leases.slots_of(lease_store.list_leases(client), prefix(world))}
 
 
 def foreign_lease(client: Any, node: str, holder: str, age: float = 0, duration: int = 3600,
                   transitions: int = 0) -> Dict[str, Any]:
     """A node lease as Node Health Check writes it, renewed ``age`` seconds ago."""
-    leases.ensure_namespace(client)
+    lease_store.ensure_namespace(client)
     obj = client.get(f"/api/v1/nodes/{node}")
     when = leases.utcnow() - timedelta(seconds=age)
     body = leases.new_lease(leases.node_lease_name(node), NS, holder, duration, when, leases.owner_reference(obj))
     body["spec"]["leaseTransitions"] = transitions
-    return client.post(leases.leases_path(NS), body)
+    return client.post(lease_store.leases_path(NS), body)
 
 
 def holding_tasks(node_args: Dict[str, Any], release_file: Path, timeout: int = 120) -> List[Dict[str, Any]]:
@@ -118,13 +119,13 @@ def test_a_missing_leases_namespace_is_made_when_the_first_lease_needs_it(cluste
         got = disruption.acquire(c, req)
         assert got["namespace_created"] and got["changed"]
         assert c.get_or_none(f"/api/v1/namespaces/{namespace}") is not None
-        held = {lease["metadata"]["name"]: leases.holder(lease) for lease in leases.list_leases(c, namespace)}
+        held = {lease["metadata"]["name"]: leases.holder(lease) for lease in lease_store.list_leases(c, namespace)}
         assert held == {f"node-{node}": leases.HOLDER, f"{prefix(world)}-0": node}
         again = disruption.acquire(c, req)
         assert not again["namespace_created"]
         gone = disruption.release(c, req)
         assert {r["role"] for r in gone["released"]} == {"node", "slot"}
-        assert leases.list_leases(c, namespace) == []
+        assert lease_store.list_leases(c, namespace) == []
     finally:
         c.delete(f"/api/v1/namespaces/{namespace}")
 
@@ -246,7 +247,7 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
         # NHC stops renewing: its lease now lapses 2 s from now, which no watch event announces
         held = lease_of(cluster.client, f"node-{node}")
         held["spec"]["renewTime"] = leases.format_time(leases.utcnow() - timedelta(seconds=598))
-        cluster.client.put(leases.leases_path(NS, f"node-{node}"), held)
+        cluster.client.put(lease_store.leases_path(NS, f"node-{node}"), held)
         assert run.wait(120) == 0
     finally:
         if run.proc.poll() is None:

@@ -8,6 +8,7 @@ from helpers import run_module
 from topology import WORLD_LABEL
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 
 from .maintenance_support import (
     leases_naming,
@@ -62,7 +63,7 @@ def test_begin_then_end_each_in_one_call(cluster, world, path):
     assert [(t["key"], t["effect"]) for t in obj["spec"]["taints"]][:2] == [
         ("node.kubernetes.io/unschedulable", "NoSchedule"), ("medik8s.io/drain", "NoSchedule")]
     assert USER_TAINT in obj["spec"]["taints"], "a user taint was lost"
-    lease = cluster.client.get(leases.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
+    lease = cluster.client.get(lease_store.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
     assert lease["spec"]["holderIdentity"] == leases.HOLDER
     assert begun["lease"]["slot"] == f"{prefix}-0"
     story = reasons_of(cluster.client, nm_name(node))
@@ -98,10 +99,10 @@ def test_begin_then_end_each_in_one_call(cluster, world, path):
 
 def test_blocked_begin_says_how_far_it_got_and_leaves_the_node_alone(cluster, world):
     (node,) = world.add_nodes(workers=1)
-    leases.ensure_namespace(cluster.client)
+    lease_store.ensure_namespace(cluster.client)
     body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
                             leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
-    cluster.client.post(leases.leases_path(leases.LEASE_NAMESPACE), body)
+    cluster.client.post(lease_store.leases_path(leases.LEASE_NAMESPACE), body)
 
     blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
     assert blocked.get("failed") and "node-healthcheck-x" in blocked["msg"], blocked
@@ -156,10 +157,10 @@ def test_failed_undoes_only_the_steps_the_begin_reached(cluster, world):
     the other holder's lease stay; the NodeMaintenance says why."""
     (node,) = world.add_nodes(workers=1)
     world.cordon(node)
-    leases.ensure_namespace(cluster.client)
+    lease_store.ensure_namespace(cluster.client)
     body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
                             leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
-    cluster.client.post(leases.leases_path(leases.LEASE_NAMESPACE), body)
+    cluster.client.post(lease_store.leases_path(leases.LEASE_NAMESPACE), body)
     blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
     assert blocked["reached"] == ["maintenance"], blocked
 
@@ -167,7 +168,7 @@ def test_failed_undoes_only_the_steps_the_begin_reached(cluster, world):
                                                 reached=blocked["reached"]), cluster.kubeconfig)
     assert not failed.get("failed") and failed["rolled_back"], failed
     assert node_of(cluster, node)["spec"]["unschedulable"] is True, "an administrator's cordon was undone"
-    lease = cluster.client.get(leases.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
+    lease = cluster.client.get(lease_store.leases_path(leases.LEASE_NAMESPACE, leases.node_lease_name(node)))
     assert lease["spec"]["holderIdentity"] == "node-healthcheck-x"
     nm = maintenance_of(cluster.client, node)
     assert nm["status"]["phase"] == "Failed" and "node-healthcheck-x" in nm["status"]["lastError"]

@@ -19,6 +19,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.crd import (
     CRD_NAME,
     CRD_PATH,
@@ -169,13 +170,13 @@ def test_a_missing_lease_namespace_is_named_with_what_to_apply(cluster, world, u
     absent = f"nmo-absent-{world.id}"
     client = connect(ConnectionOptions(kubeconfig=user.kubeconfig))
     with pytest.raises(NmoError) as raised:
-        leases.ensure_namespace(client, absent)
+        lease_store.ensure_namespace(client, absent)
     message = str(raised.value)
     assert f"the lease namespace {absent} does not exist and this identity may not create it" in message
     assert f"kubectl create namespace {absent}" in message and "403" not in message.split("(", 1)[0]
     assert cluster.client.get_or_none(f"/api/v1/namespaces/{absent}") is None
-    assert "kubectl apply -f meta/rbac/" in leases.missing_namespace_message(leases.LEASE_NAMESPACE)
-    assert leases.ensure_namespace(client) is False, "medik8s-leases is there (meta/rbac/namespace.yml)"
+    assert "kubectl apply -f meta/rbac/" in lease_store.missing_namespace_message(leases.LEASE_NAMESPACE)
+    assert lease_store.ensure_namespace(client) is False, "medik8s-leases is there (meta/rbac/namespace.yml)"
 
 
 def test_first_crd_install_needs_the_opt_in_role(cluster, user, tmp_path):

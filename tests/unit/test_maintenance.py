@@ -3,10 +3,10 @@
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.tracking import drain_progress
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import crd
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.maintenance import (
     default_name,
-    drain_progress,
     find,
     status_changes,
 )

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, renewal
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import heartbeat, run
 
 NOW = datetime(2026, 12, 1, 5, 0, 0, tzinfo=timezone.utc)
@@ -135,7 +136,7 @@ def test_the_guard_checks_the_nodes_leases_in_its_one_look():
     client = Lister(held(age=18))
     guard = run.Guard(client, RUN, node="w1", held=run.HELD_ALL)  # type: ignore[arg-type]
     guard.check()
-    assert client.requests == [leases.leases_path(leases.LEASE_NAMESPACE)]  # one list, no read besides
+    assert client.requests == [lease_store.leases_path(leases.LEASE_NAMESPACE)]  # one list, no read besides
     assert len(guard.warnings) == 1
     guard.check(force=True)
     assert len(guard.warnings) == 1, "each late renewal said once"
@@ -148,4 +149,4 @@ def test_the_guard_checks_the_nodes_leases_in_its_one_look():
 def test_a_guard_without_held_leases_reads_the_run_lease_only():
     client = Lister(held(age=100))
     run.Guard(client, RUN).check()  # type: ignore[arg-type]
-    assert client.requests == [leases.leases_path(leases.LEASE_NAMESPACE, run.lease_name(RUN))]
+    assert client.requests == [lease_store.leases_path(leases.LEASE_NAMESPACE, run.lease_name(RUN))]

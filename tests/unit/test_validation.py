@@ -211,7 +211,7 @@ def test_a_failed_test_operation_is_told_from_a_refusal(message: str, causes: An
 
 @pytest.mark.parametrize("name", ["", ".", ".."])
 def test_no_url_path_segment_can_leave_its_collection(name: str) -> None:
-    from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import path_segment
+    from ansible_collections.nmo.maintenance.plugins.module_utils.api.paths import segment as path_segment
 
     with pytest.raises(InputError, match="cannot be the name of a Kubernetes object"):
         path_segment(name)

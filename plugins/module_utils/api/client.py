@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Dict, Iterator, List, Optional, Tuple
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
-from ..errors import ApiError, ConnectionConfigError, TlsVerifyError, Unreachable, api_error
-from . import retry
+from ..errors import ApiError, ConnectionConfigError, NotFound, TlsVerifyError, Unreachable, api_error
+from . import kubeconfig, retry, tls
 
 # The options every module takes, with the environment variables kubernetes.core reads.
 CONNECTION_ENV = {
@@ -64,8 +64,6 @@ class ConnectionOptions:
 
 def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False) -> Any:
     """What only the kubernetes package can load, as our Configuration, with no temp file left."""
-    from . import kubeconfig
-
     try:
         from kubernetes import config as kube_config
         from kubernetes.client import Configuration
@@ -89,8 +87,6 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
 
 
 def _load_configuration(options: ConnectionOptions) -> Any:
-    from . import kubeconfig
-
     explicit_host = options.host and not options.kubeconfig and not options.context
     cfg: Any = None
     try:
@@ -168,8 +164,6 @@ class Client:
         if self.host.startswith("https"):
             # The TLS context is built in memory (tls.py): inline certificates and keys are
             # never written to a file that could outlive this process.
-            from . import tls
-
             verify = configuration.verify_ssl
             try:
                 kwargs["ssl_context"] = tls.context(configuration)
@@ -297,8 +291,6 @@ class Client:
         return self.request("GET", path, query)
 
     def get_or_none(self, path: str, query: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
-        from ..errors import NotFound
-
         try:
             return self.get(path, query)
         except NotFound:
@@ -362,8 +354,6 @@ def _unreachable_cause(error: BaseException) -> str:
     """"connection refused", "timed out"... for a failure that got no answer at all."""
     import urllib3
 
-    from . import tls
-
     found = list(tls.causes(error))
     for exc in found:
         if isinstance(exc, ConnectionRefusedError):
@@ -388,8 +378,6 @@ def connection_error(error: BaseException, url: str, configuration: Any, method:
     """The ApiError for a request that got no HTTP answer: a certificate verification
     failure (final, TlsVerifyError: the reason, the CA's source, a hint) or no connection
     (Unreachable, asked again by retry.py)."""
-    from . import tls
-
     reason = tls.verify_reason(error)
     if reason is not None:
         return TlsVerifyError(url, reason, ca_source(configuration), tls.verify_hint(reason), method, path)
@@ -453,11 +441,6 @@ def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
     return _clients[key]
 
 
-def path_segment(name: str) -> str:
-    """One segment of a URL path. '', '.' and '..' are refused: quoted as they are, they would
-    address another resource ('/api/v1/nodes/..' is '/api/v1')."""
-    if name in ("", ".", ".."):
-        from ..errors import InputError
-
-        raise InputError(f"{name!r} cannot be the name of a Kubernetes object")
-    return quote(name, safe="")
+def forget_clients() -> None:
+    """Drop every pooled client: a forked process must never share its parent's connections."""
+    _clients.clear()

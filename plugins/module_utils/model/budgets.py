@@ -14,7 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
-from .pod_filters import Requirement, is_finished
+from .pod_filters import is_finished
+from .selectors import Requirement
 
 Obj = Dict[str, Any]
 _OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists"}

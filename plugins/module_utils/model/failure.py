@@ -16,10 +16,11 @@ decides; the line is built from what was really done and what the cluster shows 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
 from ..errors import InputError
+from .times import parse_time
 
 AUTO, ROLLBACK, KEEP = "auto", "rollback", "keep"
 POLICIES = (AUTO, ROLLBACK, KEEP)
@@ -69,10 +70,10 @@ def held_for(renew_time: Optional[str], duration: Optional[int], now: datetime) 
     """'for another N s' from a lease's renewTime and duration, against ``now`` (the cluster's)."""
     if not renew_time or not duration:
         return ""
-    try:
-        renewed = datetime.strptime(renew_time.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S")
-    except ValueError:
+    parsed = parse_time(renew_time)
+    if parsed is None:
         return ""
+    renewed = parsed.astimezone(timezone.utc).replace(tzinfo=None, microsecond=0)  # whole seconds, as it was shown
     left = duration - (now.replace(tzinfo=None) - renewed).total_seconds()
     return f" (expires in {max(0, int(left))} s unless renewed)"
 

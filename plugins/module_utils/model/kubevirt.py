@@ -44,19 +44,6 @@ MIGRATE, WAIT = "migrate", "wait"
 MODES = (MIGRATE, WAIT)
 
 
-def vmi_path(namespace: Optional[str] = None, name: Optional[str] = None) -> str:
-    return _path(VMI_PLURAL, namespace, name)
-
-
-def vmim_path(namespace: Optional[str] = None, name: Optional[str] = None) -> str:
-    return _path(VMIM_PLURAL, namespace, name)
-
-
-def _path(plural: str, namespace: Optional[str], name: Optional[str]) -> str:
-    where = f"/namespaces/{namespace}" if namespace else ""
-    return f"/apis/{GROUP}/{VERSION}{where}/{plural}" + (f"/{name}" if name else "")
-
-
 # -- pods ---------------------------------------------------------------------------------------
 def vmi_of(pod: Obj) -> Optional[str]:
     """The name of the VMI a virt-launcher pod runs (its controller), None for other pods."""

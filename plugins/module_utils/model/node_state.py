@@ -14,26 +14,20 @@ one, whoever wrote it. So the taint follows the cordon here too:
 Everything else (other taints, the exclude-from-remediation label, our annotations) is
 written only where it differs. The patch tests what it changes as read (the taint list,
 each label or annotation it removes, a map it creates), so a concurrent writer is never
-overwritten: the API server refuses the patch, and ``apply`` reads again and retries.
+overwritten: the API server refuses the patch, and ``apply`` (stores/nodes.py) reads again
+and retries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
-from ..api.client import Client
-from ..errors import ApiError, ConcurrentUpdateError, UnprocessableEntity
 from .taints import (
-    MAX_ATTEMPTS,
     UNSCHEDULABLE_TAINT,
     Taint,
     guarded_patch,
-    is_test_failure,
-    node_path,
-    read_node,
     same_taint,
-    validate_taints,
     with_taints,
     without_taints,
 )
@@ -172,49 +166,3 @@ def plan(node: Dict[str, Any], wanted: Wanted) -> Plan:
     after = {"taints": taints, "unschedulable": cordoned, "labels": _updated(before["labels"], wanted.labels),
              "annotations": _updated(before["annotations"], wanted.annotations)}
     return Plan(ops, before, after, held)
-
-
-@dataclass
-class Applied:
-    before: Dict[str, Any]  # the node as first read (view)
-    after: Dict[str, Any]  # as written, or as it would be in check mode
-    node: Dict[str, Any]  # the node the API server returned (as read when nothing was written)
-    changed: bool
-    held: List[str]
-
-
-Want = Union[Wanted, Callable[[Dict[str, Any]], Wanted]]
-
-
-def apply(client: Client, name: str, want: Want, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
-          before_write: Optional[Callable[[int], None]] = None) -> Applied:
-    """Take the node to ``want`` (a Wanted, or a function of the node as read) in one request.
-
-    A patch refused because its ``test`` failed (someone else wrote the node meanwhile) is
-    planned again from a new read, up to MAX_ATTEMPTS times. ``before_write`` is called
-    before each write (tests use it to race a writer).
-    """
-    node = node or read_node(client, name)
-    first: Optional[Plan] = None
-    for attempt in range(MAX_ATTEMPTS):
-        wanted = want(node) if callable(want) else want
-        validate_taints(wanted.add + wanted.remove)
-        current = plan(node, wanted)
-        first = first or current
-        if not current.changed:
-            return Applied(first.before, current.after, node, attempt > 0, current.held)
-        if check_mode:
-            return Applied(first.before, current.after, node, True, current.held)
-        if before_write:
-            before_write(attempt)
-        try:
-            node = client.patch(node_path(name), current.ops, "json")
-            return Applied(first.before, view(node), node, True, current.held)
-        except UnprocessableEntity as exc:
-            if not is_test_failure(exc):  # the API server refused the change itself: say why, as it did
-                raise ApiError(exc.status, exc.reason, f"the API server refused the change of node {name}: "
-                               f"{exc.server_message or exc.reason}", "PATCH", node_path(name), exc.body) from None
-            node = read_node(client, name)  # someone else wrote the node: start from theirs
-    raise ConcurrentUpdateError(
-        f"node {name} kept changing while we wrote its taints and cordon ({MAX_ATTEMPTS} attempts); "
-        "another controller is writing them: find it, then run again")

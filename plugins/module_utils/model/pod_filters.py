@@ -9,13 +9,12 @@ The preflight module reuses them, so both agree on every pod.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..api.client import path_segment
-from ..errors import InputError
+from .selectors import Requirement, parse_selector
+from .times import parse_time
 
 Pod = Dict[str, Any]
 
@@ -76,65 +75,6 @@ class PodPlan:
         return out
 
 
-# -- label selectors (as `kubectl drain --pod-selector` takes them) ---------------------------
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    operator: str  # =, !=, in, notin, exists, !exists
-    values: Tuple[str, ...] = ()
-
-    def matches(self, labels: Dict[str, str]) -> bool:
-        present = self.key in labels
-        if self.operator == "exists":
-            return present
-        if self.operator == "!exists":
-            return not present
-        if self.operator in ("=", "in"):
-            return present and labels[self.key] in self.values
-        return not present or labels[self.key] not in self.values  # != and notin
-
-
-_SET = re.compile(r"^([A-Za-z0-9_./-]+)\s+(in|notin)\s+\(([^()]*)\)$")
-_EQ = re.compile(r"^([A-Za-z0-9_./-]+)\s*(==|=|!=)\s*([A-Za-z0-9_.-]*)$")
-_EXISTS = re.compile(r"^(!?)\s*([A-Za-z0-9_./-]+)$")
-
-
-def _split_terms(text: str) -> List[str]:
-    terms, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch == "("
-        depth -= ch == ")"
-        if ch == "," and depth == 0:
-            terms.append(current)
-            current = ""
-        else:
-            current += ch
-    terms.append(current)
-    return [t.strip() for t in terms if t.strip()]
-
-
-def parse_selector(text: Optional[str]) -> List[Requirement]:
-    """``app=web,tier!=db,env in (a,b),!legacy`` -> requirements; InputError when malformed."""
-    reqs = []
-    for term in _split_terms(text or ""):
-        m = _SET.match(term)
-        if m:
-            values = tuple(v.strip() for v in m.group(3).split(",") if v.strip())
-            reqs.append(Requirement(m.group(1), m.group(2), values))
-            continue
-        m = _EQ.match(term)
-        if m:
-            reqs.append(Requirement(m.group(1), "!=" if m.group(2) == "!=" else "=", (m.group(3),)))
-            continue
-        m = _EXISTS.match(term)
-        if m:
-            reqs.append(Requirement(m.group(2), "!exists" if m.group(1) else "exists"))
-            continue
-        raise InputError(f"pod_selector: cannot parse {term!r}; use label selector syntax such as "
-                         "'app=web', 'tier!=db', 'env in (a,b)', 'critical' or '!critical'")
-    return reqs
-
-
 # -- facts about a pod -------------------------------------------------------------------
 def controller_of(pod: Pod) -> Optional[Dict[str, Any]]:
     for ref in pod.get("metadata", {}).get("ownerReferences") or []:
@@ -156,7 +96,10 @@ def deletion_age(pod: Pod, now: Optional[float]) -> Optional[float]:
     stamp = pod.get("metadata", {}).get("deletionTimestamp")
     if not stamp:
         return None
-    when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
+    deleted = parse_time(stamp)
+    if deleted is None:  # the API server writes none such; no age rather than a crash of the drain
+        return None
+    when = deleted.timestamp()
     return (now if now is not None else datetime.now(timezone.utc).timestamp()) - when
 
 
@@ -259,7 +202,3 @@ def refusal_message(node: str, refused: List[PodPlan]) -> str:
     lines = [f"{p.key}: {p.reason} (allow with {' and '.join(o + '=true' for o in p.options)})" for p in refused]
     return (f"cannot drain node {node}: {len(refused)} pod(s) are guarded by drain options that are off; "
             "nothing was evicted. " + "; ".join(lines))
-
-
-def pod_path(plan: PodPlan) -> str:
-    return f"/api/v1/namespaces/{path_segment(plan.namespace)}/pods/{path_segment(plan.name)}"

@@ -1,4 +1,4 @@
-"""Taint list arithmetic, the guarded taint operations, and reading a node.
+"""Taint list arithmetic and the guarded taint patch (reading and writing a node: stores/nodes.py).
 
 Taints match by key and effect. Adding puts the maintenance taints first and keeps every
 other taint; removing drops exactly those. The taint part of a node's patch (state.py)
@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..api.client import Client, path_segment
-from ..errors import NotFound, RefusedError, UnprocessableEntity
+from ..errors import UnprocessableEntity
+from . import validation
 
 Taint = Dict[str, Any]
 
 UNSCHEDULABLE_TAINT: Taint = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 DRAIN_TAINT: Taint = {"key": "medik8s.io/drain", "effect": "NoSchedule"}
 MAINTENANCE_TAINTS: List[Taint] = [UNSCHEDULABLE_TAINT, DRAIN_TAINT]
-EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+EFFECTS = validation.TAINT_EFFECTS
 MAX_ATTEMPTS = 5
 
 
@@ -59,8 +59,6 @@ def guarded_patch(current: Optional[List[Taint]], new: List[Taint]) -> List[Dict
 
 
 def validate_taints(taints: List[Taint]) -> None:
-    from . import validation
-
     validation.taints(taints)
 
 
@@ -76,21 +74,3 @@ def is_test_failure(exc: UnprocessableEntity) -> bool:
     if (exc.body.get("details") or {}).get("causes"):
         return False
     return message == PATCH_NOT_APPLIED or "test failed" in message or "testing value" in message
-
-
-def node_path(name: str) -> str:
-    return f"/api/v1/nodes/{path_segment(name)}"
-
-
-class NodeGone(RefusedError):
-    """The node is not in the cluster (never was, or was deleted during its maintenance)."""
-
-
-def read_node(client: Client, name: str) -> Dict[str, Any]:
-    from . import validation
-
-    validation.node_name(name)  # '' or '..' would read another URL (/api/v1/nodes/, /api/v1)
-    try:
-        return client.get(node_path(name))
-    except NotFound:
-        raise NodeGone(f'node "{name}" not found in cluster') from None

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
-from ..stores.maintenance import drain_progress
 from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
 
 # Outcomes of one eviction or deletion request.
@@ -211,6 +210,14 @@ def group(entries: List[Tuple[str, str]], limit: int = NAMES_SHOWN) -> str:
 
 
 # -- the NodeMaintenance status --------------------------------------------------------------
+def drain_progress(eviction_pods: int, pending: int) -> int:
+    """Percent of the pods to evict that are gone; 100 when there was nothing to evict."""
+    if eviction_pods <= 0:
+        return 100
+    done = max(eviction_pods - max(pending, 0), 0)
+    return min(100, done * 100 // eviction_pods)
+
+
 def initial_counts(status: Dict[str, Any], to_act: int, total: int) -> Tuple[int, int]:
     """(totalpods, evictionPods) for this drain: kept from a drain this one resumes (phase
     Running, progress below 100, as many or more pods counted) so progress never goes back,

@@ -15,6 +15,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from ..errors import InputError
+from .selectors import parse_selector
 
 DNS_SUBDOMAIN_MAX = 253
 DNS_LABEL_MAX = 63
@@ -36,6 +37,7 @@ MAX_REASON = 1024  # spec.reason is shown by kubectl and in events
 MAX_EVENTS_LIMIT = 1000
 MAX_EVENT_REASON = 128  # what events.k8s.io/v1 accepts for a reason
 MAX_EVENT_TEXT = 1024  # what events.k8s.io/v1 accepts for a note
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")  # what a Node's spec.taints accepts
 
 
 def _shown(value: Any) -> str:
@@ -128,8 +130,6 @@ def label_value(value: Any, option: str) -> str:
 
 def label_selector(value: Any, option: str) -> str:
     """A label selector as Kubernetes reads it (``app=web,tier!=db,env in (a,b),!legacy``)."""
-    from .pod_filters import parse_selector
-
     text = _text(value, option)
     try:
         requirements = parse_selector(text)
@@ -244,8 +244,6 @@ def maintenance_status(status: Optional[Dict[str, Any]], option: str = "status")
 
 def taints(values: Any, option: str = "taints") -> None:
     """Taints as the API takes them: a key (qualified name), an optional value (label value), an effect."""
-    from .taints import EFFECTS
-
     if not isinstance(values, (list, tuple)):
         raise _fail(option, values, "must be a list of taints (key, value, effect)")
     for i, taint in enumerate(values):
@@ -259,7 +257,7 @@ def taints(values: Any, option: str = "taints") -> None:
         qualified_name(taint.get("key"), f"{where}.key", "taint key")
         if taint.get("value") is not None:
             label_value(taint["value"], f"{where}.value")
-        one_of(taint.get("effect"), f"{where}.effect", EFFECTS)
+        one_of(taint.get("effect"), f"{where}.effect", TAINT_EFFECTS)
 
 
 def problems(*checks: Any) -> None:

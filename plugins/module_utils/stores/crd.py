@@ -7,12 +7,16 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator
 
+from ..api import paths
+from ..api.waiter import Watcher, poll_until, wait_until
+from ..errors import ApiError, NmoError, NotFound, TooManyRequests
+
 GROUP = "nodemaintenance.medik8s.io"
 VERSION = "v1beta1"
 KIND = "NodeMaintenance"
 PLURAL = "nodemaintenances"
 CRD_NAME = f"{PLURAL}.{GROUP}"
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD_PATH = paths.CRDS
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
@@ -116,8 +120,6 @@ def installed_revision(crd: Dict[str, Any]) -> str:
 
 
 def _wait_established(client: Any, timeout: float = 30.0) -> None:
-    from ..api.waiter import Watcher, wait_until
-
     def established() -> Any:
         crd = watcher.objects.get(f"/{CRD_NAME}")
         conditions = (crd or {}).get("status", {}).get("conditions") or []
@@ -132,12 +134,9 @@ def _wait_served(client: Any, timeout: float) -> None:
     """Right after Established, the API server may answer 404 or 429 'storage is
     (re)initializing' for a moment; the first NodeMaintenance must not meet that. No watch
     can show it (the resource is what is not served yet): a short bounded backoff."""
-    from ..api.waiter import poll_until
-    from ..errors import NotFound, TooManyRequests
-
     def served() -> Any:
         try:
-            client.get(f"/apis/{GROUP}/{VERSION}/{PLURAL}", {"limit": 1})
+            client.get(paths.custom(GROUP, VERSION, PLURAL), {"limit": 1})
             return True
         except (NotFound, TooManyRequests):
             return None
@@ -171,7 +170,7 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     Returns ``{"state": created|upgraded|unchanged|foreign, "changed": bool}``, with
     ``"warning": RULE_DROPPED`` when the stored CRD of ours lacks its validation rule.
     """
-    existing = client.get_or_none(f"{CRD_PATH}/{CRD_NAME}")
+    existing = client.get_or_none(paths.crd(CRD_NAME))
     wanted = manifest()
     if existing is None:
         result = {"state": "created", "changed": True}
@@ -190,7 +189,7 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
         wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         older = f"is at revision {installed_revision(existing) or 'none'}, this collection ships {SCHEMA_REVISION}"
         with _install_permission(older, "upgrade"):
-            stored = client.put(f"{CRD_PATH}/{CRD_NAME}", wanted)
+            stored = client.put(paths.crd(CRD_NAME), wanted)
         _wait_established(client)
         _note_rule(result, stored)
     return result
@@ -205,8 +204,6 @@ def _note_rule(result: Dict[str, Any], stored: Dict[str, Any]) -> Dict[str, Any]
 @contextmanager
 def _install_permission(state: str, verb: str) -> Iterator[None]:
     """A 403 on installing or upgrading the CRD says which opt-in role that needs (docs/rbac.md)."""
-    from ..errors import ApiError, NmoError
-
     try:
         yield
     except ApiError as exc:
@@ -221,11 +218,11 @@ def _install_permission(state: str, verb: str) -> Iterator[None]:
 
 def remove(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     """Delete our CRD (and with it every NodeMaintenance); never one installed by NMO."""
-    existing = client.get_or_none(f"{CRD_PATH}/{CRD_NAME}")
+    existing = client.get_or_none(paths.crd(CRD_NAME))
     if existing is None:
         return {"state": "absent", "changed": False}
     if not is_ours(existing):
         return {"state": "foreign", "changed": False}
     if not check_mode:
-        client.delete(f"{CRD_PATH}/{CRD_NAME}")
+        client.delete(paths.crd(CRD_NAME))
     return {"state": "deleted", "changed": True}

@@ -9,11 +9,12 @@ Events of cluster-scoped objects live in ``default``, where Kubernetes puts them
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
+from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, NmoError, NotFound
+from ..model.times import now_rfc3339
 
 COMPONENT = "nmo-maintenance"
 EVENT_NAMESPACE = "default"
@@ -55,10 +56,6 @@ REASONS: Dict[str, tuple] = {
 
 # The module option "events" (nmo_crd, nmo_maintenance): events to record, each on the
 # NodeMaintenance or on the Node.
-def now_rfc3339() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def reference(obj: Dict[str, Any]) -> Dict[str, Any]:
     """The involvedObject for an object as read from the API."""
     meta = obj.get("metadata", {})
@@ -110,7 +107,7 @@ class EventRecorder:
             return None
         namespace = ref.get("namespace") or EVENT_NAMESPACE
         name = self.event_name(ref, etype, reason, message)
-        base = f"/api/v1/namespaces/{namespace}/events"
+        base = paths.events(namespace)
         stamp = now_rfc3339()
         count = self._counts.get(name)
         if count is None:

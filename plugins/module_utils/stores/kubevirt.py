@@ -7,11 +7,20 @@ One list of the cluster's VirtualMachineInstances, made only when such a pod exi
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from ..api import paths
 from ..api.client import Client
 from ..errors import ApiError, NotFound
 from ..model import kubevirt as kv
+
+
+def vmi_path(namespace: Optional[str] = None, name: Optional[str] = None) -> str:
+    return paths.custom(kv.GROUP, kv.VERSION, kv.VMI_PLURAL, namespace, name)
+
+
+def vmim_path(namespace: Optional[str] = None, name: Optional[str] = None) -> str:
+    return paths.custom(kv.GROUP, kv.VERSION, kv.VMIM_PLURAL, namespace, name)
 
 
 def verdicts(client: Client, mode: str, refused: List[Dict[str, Any]]) -> Dict[str, kv.Verdict]:
@@ -22,7 +31,7 @@ def verdicts(client: Client, mode: str, refused: List[Dict[str, Any]]) -> Dict[s
     if not launchers:
         return {}
     try:
-        items = client.get(kv.vmi_path()).get("items", [])
+        items = client.get(vmi_path()).get("items", [])
     except NotFound:  # KubeVirt's CRDs are not installed
         items = []
     except ApiError as exc:

@@ -10,14 +10,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..api.client import Client, path_segment
+from ..api import paths
+from ..api.client import Client
+from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
 from ..model.leases import RUN_ANNOTATION
-from ..model.taints import read_node
+from ..model.times import now_rfc3339, parse_time
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
-from .events import now_rfc3339
+from .nodes import read_node
 
-API = f"/apis/{GROUP}/{VERSION}/{PLURAL}"
+API = paths.custom(GROUP, VERSION, PLURAL)
 API_VERSION = f"{GROUP}/{VERSION}"
 ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
 MODE_ANNOTATION = "nmo.maintenance/mode"  # standalone: this collection did the work; operator: NMO did
@@ -30,8 +32,8 @@ def default_name(node: str) -> str:
     return "maintenance-" + (node[len("node-"):] if node.startswith("node-") else node)
 
 
-def path(name: str) -> str:
-    return f"{API}/{path_segment(name)}"
+def path(name: str, subresource: str = "") -> str:
+    return paths.custom(GROUP, VERSION, PLURAL, name=name, subresource=subresource)
 
 
 def list_all(client: Client) -> List[Dict[str, Any]]:
@@ -135,14 +137,6 @@ def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,
     return updated
 
 
-def drain_progress(eviction_pods: int, pending: int) -> int:
-    """Percent of the pods to evict that are gone; 100 when there was nothing to evict."""
-    if eviction_pods <= 0:
-        return 100
-    done = max(eviction_pods - max(pending, 0), 0)
-    return min(100, done * 100 // eviction_pods)
-
-
 def status_changes(nm: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]:
     """The fields of ``wanted`` that differ from the object's status."""
     unknown = set(wanted) - set(STATUS_FIELDS)
@@ -165,7 +159,7 @@ def update_status(client: Client, nm: Dict[str, Any], wanted: Dict[str, Any],
         merged = dict(nm)
         merged["status"] = {**(nm.get("status") or {}), **changes}
         return merged, True
-    updated = client.patch(path(nm["metadata"]["name"]) + "/status", {"status": changes}, "merge")
+    updated = client.patch(path(nm["metadata"]["name"], "status"), {"status": changes}, "merge")
     updated.setdefault("apiVersion", API_VERSION)
     updated.setdefault("kind", KIND)
     return updated, True
@@ -202,8 +196,6 @@ def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False,
 
 
 def _wait_gone(client: Client, name: str, timeout: float) -> None:
-    from ..api.waiter import Watcher, list_objects, wait_until
-
     query = {"fieldSelector": f"metadata.name={name}"}
     listing = list_objects(client, API, query)
     if not listing.get("items"):
@@ -276,9 +268,3 @@ def migration_lines(migrations: List[Dict[str, Any]], now: Optional[datetime] = 
         lines.append(line)
     return lines
 
-
-def parse_time(text: str) -> Optional[datetime]:
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
-        return None

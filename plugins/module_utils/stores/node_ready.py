@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Dict, Optional
 
+from ..api import paths
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import WaitTimeout
 from ..model import validation
 from ..model.marks import is_ready
-from ..model.taints import NodeGone
+from .nodes import NodeGone
 
 
 def ready_condition(node: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
@@ -45,7 +46,7 @@ def wait_ready(client: Client, name: str, timeout: float,
     ``guard`` (run.Guard) is asked while the wait lasts: the run and its leases for the node."""
     validation.node_name(name)  # '' or '..' would list other nodes
     query = {"fieldSelector": f"metadata.name={name}"}
-    listing = list_objects(client, "/api/v1/nodes", query)
+    listing = list_objects(client, paths.NODES, query)
     found = listing.get("items") or []
     if not found:
         # as everywhere a node is read; the role waits only for a node it has maintained
@@ -54,7 +55,7 @@ def wait_ready(client: Client, name: str, timeout: float,
     if is_ready(found[0]):
         return found[0]
     key = f"/{name}"
-    with Watcher(client, "/api/v1/nodes", query, initial=listing) as watcher:
+    with Watcher(client, paths.NODES, query, initial=listing) as watcher:
         def check() -> Optional[Dict[str, Any]]:
             if guard is not None:
                 guard.check()  # at most every few seconds, one request

@@ -28,14 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Set
 
-from ..api.client import Client, path_segment
+from ..api import paths
+from ..api.client import Client
 from ..errors import InputError
 from ..model import budgets
 from ..model.placement import RESOURCES, NodeRoom, node_room, pod_requests
 from ..model.pod_filters import is_finished
 
 PAGE = 500
-PODS = "/api/v1/pods"
+PODS = paths.PODS
 # A list request costs the API server about as much as serialising this many pods; measured
 # on the local control plane (bench/README.md, "pre-flight reads"). Per-node lists win while
 # (judged nodes) x (pods a node + this) < (every pod).
@@ -123,7 +124,7 @@ class NodePages:
 def count_nodes(client: Client) -> int:
     """How many nodes the cluster has, from one list of one node (``remainingItemCount``);
     a large number when the server does not say."""
-    page = client.get("/api/v1/nodes", {"limit": 1})
+    page = client.get(paths.NODES, {"limit": 1})
     meta = page.get("metadata") or {}
     if not meta.get("continue"):
         return len(page.get("items") or [])
@@ -177,7 +178,7 @@ class CountedBudgets(budgets.Budgets):
         if query is None:
             return 0
         namespace = pdb["metadata"].get("namespace", "")
-        path = f"/api/v1/namespaces/{namespace}/pods"
+        path = paths.pods(namespace)
         return sum(1 for pod in items(self.client, path, {"labelSelector": query or None}) if not is_finished(pod))
 
     def view(self, pdb: Obj) -> budgets.BudgetView:
@@ -221,21 +222,21 @@ class Snapshot:
 
         def list_nodes() -> Dict[str, Obj]:
             found: Dict[str, Obj] = {}
-            for page in pages(client, "/api/v1/nodes"):
+            for page in pages(client, paths.NODES):
                 for node in page:
                     slim = slim_node(node)
                     found[slim["metadata"]["name"]] = slim
             return found
 
         def node_page(limit: int, token: Optional[str]) -> Obj:
-            return client.get("/api/v1/nodes", {"limit": limit, "continue": token})
+            return client.get(paths.NODES, {"limit": limit, "continue": token})
 
         def pods_of(name: str) -> List[Obj]:
             return list(items(client, PODS, {"fieldSelector": f"spec.nodeName={name}"}))
 
         def judged_node(name: str) -> Optional[Obj]:
             try:
-                node = client.get_or_none(f"/api/v1/nodes/{path_segment(name)}")
+                node = client.get_or_none(paths.node(name))
             except InputError:  # '', '.', '..': no node's name
                 return None
             return slim_node(node) if node else None
@@ -265,7 +266,7 @@ class Snapshot:
                                 total[r] = total.get(r, 0) + v
             elif wanted:
                 by_node = dict(zip(wanted, pool.map(pods_of, wanted)))
-        pdbs = list(items(client, "/apis/policy/v1/poddisruptionbudgets"))
+        pdbs = list(items(client, paths.PDBS))
         return cls(nodes, by_node, CountedBudgets(client, pdbs), requested, None if whole else pods_of,
                    parallelism, 0, how="whole list" if whole else "per node", node_pages=node_pages)
 

@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Union
 
+from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
 from ..model import leases, validation
 from ..model.marks import is_control_plane
-from ..model.taints import node_path, read_node
+from ..stores import leases as lease_store
 from ..stores import maintenance
 from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
+from ..stores.nodes import read_node
 from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
@@ -119,7 +121,7 @@ class Attempt:
     def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
         req = self.req
         now = self.client.server_now()
-        going = leases.disrupting_nodes(leases.list_leases(self.client, req.namespace), req.node,
+        going = leases.disrupting_nodes(lease_store.list_leases(self.client, req.namespace), req.node,
                                         req.slot_prefix, our_slot, now)
         return etcd_guard.verdict(self.client, req.node, self.flavour or "none", req.etcd, going)
 
@@ -130,7 +132,7 @@ class Attempt:
 
     def give_back(self, slot: leases.Outcome) -> None:
         if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
-            leases.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
+            lease_store.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
     def run(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
         """One try. ``seen``: a list of the leases namespace the caller has just made."""
@@ -142,7 +144,7 @@ class Attempt:
                 return self.etcd_blocked(verdict)
         # Read-only look first: taking a slot only to give it back would wake every waiter. One
         # list of the namespace shows the node's lease, the run's own lease and the slots.
-        seen = leases.list_leases(client, req.namespace) if seen is None else seen
+        seen = lease_store.list_leases(client, req.namespace) if seen is None else seen
         held = leases.as_ours(leases.named(seen, leases.node_lease_name(req.node)))
         nmos_own = req.operator and leases.holder(held) == leases.NMO_HOLDER  # NMO's lease of this node
         if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED and not nmos_own:
@@ -152,7 +154,7 @@ class Attempt:
             busy = self.operator_busy(seen)
             if busy is not None:
                 return busy
-        slot, others = leases.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
+        slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
                                            req.namespace, self.check_mode, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
@@ -167,7 +169,7 @@ class Attempt:
                 return self.etcd_blocked(verdict)
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
             return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
-        lease = leases.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode,
+        lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode,
                                           run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
@@ -247,7 +249,7 @@ def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
 
 def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
           timeout: float) -> Acquired:
-    paths = [(leases.leases_path(req.namespace), {})]
+    paths = [(lease_store.leases_path(req.namespace), {})]
     if req.maintenance:  # the wait ends when its NodeMaintenance is deleted (recover.yml, a user)
         paths.append((maintenance.API, {"fieldSelector": f"metadata.name={req.maintenance}"}))
     if attempt.flavour:
@@ -312,7 +314,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
     flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
     # In check mode the namespace is looked for; otherwise it is made only when a lease
     # cannot be created for its absence (the run start made it: almost never).
-    ns_created = leases.ensure_namespace(client, req.namespace, check_mode) if check_mode else False
+    ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode) if check_mode else False
     attempt = Attempt(client, req, node, flavour, check_mode)
     reporter = Reporter(client, nm, node, check_mode)
     started = time.monotonic()
@@ -320,8 +322,8 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
         "metadata", {}).get("name"), "namespace_created": ns_created}
     try:
         outcome = attempt.run(seen)
-    except leases.NamespaceMissing:
-        result["namespace_created"] = ns_created = leases.ensure_namespace(client, req.namespace, check_mode)
+    except lease_store.NamespaceMissing:
+        result["namespace_created"] = ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode)
         outcome = attempt.run()
     if isinstance(outcome, Blocked):
         reporter.holders = list(outcome.holders)
@@ -366,11 +368,11 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
     before: Dict[str, Any] = {}
     after: Dict[str, Any] = {}
     name = leases.node_lease_name(req.node)
-    seen = leases.list_leases(client, req.namespace)  # the node's lease and its slots, in one read
+    seen = lease_store.list_leases(client, req.namespace)  # the node's lease and its slots, in one read
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
-        action, lease = leases.release(client, req.namespace, lease_name, identity, check_mode,
+        action, lease = lease_store.release(client, req.namespace, lease_name, identity, check_mode,
                                        run_id=req.run_id, seen=seen)
         if lease is None:
             continue
@@ -385,7 +387,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
     if released:
         if nm is UNREAD:
             nm = maintenance.find(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
-        involved = nm or client.get_or_none(node_path(req.node))
+        involved = nm or client.get_or_none(paths.node(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)
             recorder = EventRecorder(client, check_mode)

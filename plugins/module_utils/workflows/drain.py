@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
@@ -32,10 +33,8 @@ from ..model.pod_filters import (
     PodPlan,
     SelectionOptions,
     classify,
-    pod_path,
     refusal_message,
 )
-from ..model.taints import read_node
 from ..model.tracking import (
     FATAL,
     REFUSED,
@@ -52,11 +51,12 @@ from ..model.tracking import (
 )
 from ..stores import maintenance
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
+from ..stores.nodes import read_node
 from . import dry_run, run
 from . import migrations as kubevirt
 
-PODS = "/api/v1/pods"
-NODES = "/api/v1/nodes"
+PODS = paths.PODS
+NODES = paths.NODES
 TICK = 0.2  # seconds between looks at retries and status while no pod event arrives
 STATUS_INTERVAL = 1.0  # at most one status write a second
 EVENT_MESSAGE_LIMIT = 1000
@@ -140,11 +140,11 @@ def send(client: Client, plan: PodPlan, action: str, grace_period: Optional[int]
     options = delete_options(plan, grace_period)
     try:
         if action == EVICT:
-            client.post(pod_path(plan) + "/eviction", {
+            client.post(paths.eviction(plan.namespace, plan.name), {
                 "apiVersion": "policy/v1", "kind": "Eviction",
                 "metadata": {"name": plan.name, "namespace": plan.namespace}, "deleteOptions": options})
         else:
-            client.delete(pod_path(plan), {"apiVersion": "v1", "kind": "DeleteOptions", **options})
+            client.delete(paths.pod(plan.namespace, plan.name), {"apiVersion": "v1", "kind": "DeleteOptions", **options})
     except ApiError as exc:
         return outcome_of(exc, plan.key)
     return outcome_of(None, plan.key)

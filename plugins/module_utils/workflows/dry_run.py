@@ -8,9 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
+from ..api import paths
 from ..api.client import Client
 from ..errors import ApiError, DisruptionBudgetRefusal, NotFound, TooManyRequests
-from ..model.pod_filters import PodPlan, pod_path
+from ..model.pod_filters import PodPlan
 
 ALLOWED, REFUSED, FAILED, GONE = "allowed", "refused", "error", "gone"
 
@@ -29,7 +30,7 @@ def dry_run_eviction(client: Client, plan: PodPlan) -> DryRun:
             "metadata": {"name": plan.name, "namespace": plan.namespace},
             "deleteOptions": {"dryRun": ["All"], "preconditions": {"uid": plan.uid}}}
     try:
-        client.post(pod_path(plan) + "/eviction", body, {"dryRun": "All"})
+        client.post(paths.eviction(plan.namespace, plan.name), body, {"dryRun": "All"})
         return DryRun(ALLOWED, 201)
     except DisruptionBudgetRefusal as exc:
         causes = tuple(c.get("message", "") for c in (exc.body.get("details") or {}).get("causes") or [])

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Set
 
-from ..api.client import Client, path_segment
+from ..api import paths
+from ..api.client import Client
 
 FLAVOURS = ("auto", "kubeadm", "openshift", "none")
 OPENSHIFT_NAMESPACE = "openshift-etcd"
@@ -167,19 +168,15 @@ class Options:
     guard_namespace: str = OPENSHIFT_NAMESPACE
 
 
-def pods_path(namespace: str) -> str:
-    return f"/api/v1/namespaces/{path_segment(namespace)}/pods"
-
-
-def pdbs_path(namespace: str) -> str:
-    return f"/apis/policy/v1/namespaces/{path_segment(namespace)}/poddisruptionbudgets"
+pods_path = paths.pods
+pdbs_path = paths.pdbs
 
 
 def detect(client: Client, options: Options) -> str:
     """openshift when the guard namespace exists, kubeadm when etcd pods exist, else none."""
     if options.flavour != "auto":
         return options.flavour
-    if client.get_or_none(f"/api/v1/namespaces/{path_segment(options.guard_namespace)}") is not None:
+    if client.get_or_none(paths.namespace(options.guard_namespace)) is not None:
         return "openshift"
     pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector, "limit": 1})
     return "kubeadm" if pods.get("items") else "none"
@@ -198,7 +195,7 @@ def disrupted_nodes(client: Client, names: Iterable[str], about_to_go: Set[str])
     """Of ``names``, those under maintenance: ``about_to_go`` plus those cordoned or drain-tainted."""
     found = set(about_to_go)
     for name in set(names) - found:
-        node = client.get_or_none(f"/api/v1/nodes/{path_segment(name)}")
+        node = client.get_or_none(paths.node(name))
         if node is None or node_disrupted(node):
             found.add(name)
     return found

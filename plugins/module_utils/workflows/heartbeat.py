@@ -25,9 +25,10 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
-from ..api.client import Client, ConnectionOptions, connect
+from ..api.client import Client, ConnectionOptions, connect, forget_clients
 from ..errors import NmoError
 from ..model import leases, renewal
+from ..stores import leases as lease_store
 from . import run
 
 
@@ -52,7 +53,7 @@ def renew_held(client: Client, run_id: str, namespace: str, seen: Optional[List[
     ``seen``: the namespace's leases as just listed (listed here when not given)."""
     renewed = 0
     now = client.server_now()
-    for lease in leases.list_leases(client, namespace) if seen is None else seen:
+    for lease in lease_store.list_leases(client, namespace) if seen is None else seen:
         if run.run_of(lease) != run_id or lease["metadata"]["name"] == run.lease_name(run_id):
             continue
         if due(lease, now) and run.renew(client, lease, leases.holder(lease)) is not None:
@@ -64,7 +65,7 @@ def beat(client: Client, run_id: str, namespace: str, duration: int) -> bool:
     """One beat: one list of the lease namespace, then the renewals that are due (the run
     lease's, the leases it holds); False when the run is over (the run lease was deleted or
     taken by someone else)."""
-    seen = leases.list_leases(client, namespace)
+    seen = lease_store.list_leases(client, namespace)
     name = run.lease_name(run_id)
     current = leases.named(seen, name)
     if current is None or leases.holder(current) != run_id:
@@ -124,8 +125,7 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
             os._exit(0)
         os.close(write_end)
         _detach()
-        from ..api import client as client_module
-        client_module._clients.clear()  # never share the parent's connections  # pylint: disable=protected-access
+        forget_clients()  # never share the parent's connections
         client = connect(options, pool_size=2)
         # A request may retry for a beat, not a minute (client.py): the loop must keep
         # looking at the controller process while the API server is away.

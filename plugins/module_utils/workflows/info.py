@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..api import paths
 from ..api.client import Client
 from ..errors import InputError, NotFound, RefusedError
 from ..model import leases as lease_utils
 from ..model import validation
 from ..model.marks import EXCLUDE_FROM_REMEDIATION, is_ready
-from ..model.taints import DRAIN_TAINT, MAINTENANCE_TAINTS, node_path, same_taint
+from ..model.taints import DRAIN_TAINT, MAINTENANCE_TAINTS, same_taint
 from ..stores import maintenance
 from ..stores.events import EVENT_NAMESPACE
 
@@ -24,14 +25,14 @@ FEW = 20  # up to this many named nodes are read one by one rather than listed
 
 def _leases(client: Client) -> List[Dict[str, Any]]:
     try:
-        return client.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases").get("items", [])
+        return client.get(paths.leases(LEASE_NAMESPACE)).get("items", [])
     except NotFound:
         return []
 
 
 def _events_by_object(client: Client, names: set, limit: int) -> Dict[str, List[Dict[str, Any]]]:
     grouped: Dict[str, List[Dict[str, Any]]] = {}
-    for e in client.get(f"/api/v1/namespaces/{EVENT_NAMESPACE}/events").get("items", []):
+    for e in client.get(paths.events(EVENT_NAMESPACE)).get("items", []):
         obj = e.get("involvedObject", {})
         if obj.get("kind") in ("NodeMaintenance", "Node") and obj.get("name") in names:
             grouped.setdefault(obj["name"], []).append({
@@ -98,7 +99,7 @@ def orphans(client: Client, nms: List[Dict[str, Any]], names: set, only: Optiona
         if node in wanted:  # asked for by name and not read: it is not in the cluster
             gone.append(node)
         elif nm["metadata"]["name"] in wanted and validation.is_node_name(node):
-            read = client.get_or_none(node_path(node))
+            read = client.get_or_none(paths.node(node))
             if read:
                 added.append(read)
             else:
@@ -144,14 +145,14 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         nodes = [node_read]
     elif node:
         try:
-            nodes = [client.get(node_path(node))]
+            nodes = [client.get(paths.node(node))]
         except NotFound:
             raise RefusedError(f'node "{node}" not found in cluster') from None
     elif only is not None and len(only) <= FEW and not label_selector:
         # a few nodes of a large cluster: read those, not the whole node list
-        nodes = [n for n in (client.get_or_none(node_path(name)) for name in dict.fromkeys(only)) if n]
+        nodes = [n for n in (client.get_or_none(paths.node(name)) for name in dict.fromkeys(only)) if n]
     else:
-        nodes = client.get("/api/v1/nodes", {"labelSelector": label_selector}).get("items", [])
+        nodes = client.get(paths.NODES, {"labelSelector": label_selector}).get("items", [])
         if only is not None:
             wanted = set(only)
             nodes = [n for n in nodes if n["metadata"]["name"] in wanted]

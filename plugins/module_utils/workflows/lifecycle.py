@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, leases, validation
+from ..model import failure, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -32,8 +33,9 @@ from ..model.marks import (
     marking,
 )
 from ..model.node_state import Wanted
-from ..model.taints import MAINTENANCE_TAINTS, NodeGone, node_path, read_node
-from ..stores import crd, events, maintenance
+from ..model.taints import MAINTENANCE_TAINTS
+from ..stores import crd, events, maintenance, nodes
+from ..stores import leases as lease_store
 from . import disruption, info, operator, run
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
@@ -158,7 +160,7 @@ def record_on(client: Client, recorder: events.EventRecorder, nm: Dict[str, Any]
         target = nm
         if spec.get("on") == "node":
             if node is None:
-                node = read_node(client, node_name)
+                node = nodes.read_node(client, node_name)
                 node.setdefault("apiVersion", "v1")
                 node.setdefault("kind", "Node")
             target = node
@@ -181,7 +183,7 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
             return end_wanted(read, label_key, annotations)
         return cordon_wanted(read, unschedulable, label_key, label, annotations)
 
-    done = state.apply(client, name, want, check_mode, node=node)
+    done = nodes.apply(client, name, want, check_mode, node=node)
     before, after = marking(done.before, label_key), marking(done.after, label_key)
     # what the begin found on the node and the end leaves (an administrator's cordon, a taint)
     kept = left_as_found(name, {"metadata": {"annotations": done.before["annotations"]}}) if remove_taints else []
@@ -217,14 +219,14 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         # a run that is gone) and, a moment later, answers the lease step's first look.
         seen = None
         if not check_mode and guard.namespace == opts.lease.namespace:
-            seen = leases.list_leases(client, opts.lease.namespace)
+            seen = lease_store.list_leases(client, opts.lease.namespace)
         guard.check(force=True, lease_list=seen)
         if opts.install_crd:
             result["crd"] = crd.ensure(client, check_mode)
             changed = result["crd"]["changed"]
         # read once for the NodeMaintenance (the node exists), the leases (owner, control
         # plane?) and the node patch, whose test ops catch a change made since
-        node_read = read_node(client, opts.node)
+        node_read = nodes.read_node(client, opts.node)
         made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id,
                                   node_read=True)
         nm = made["nm"]
@@ -243,7 +245,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         # taints, cordon, label and our marks in one guarded JSON Patch (node/state.py), planned
         # from the node as read above: its test ops fail if someone wrote the node since (a
         # long lease wait, say), and the patch is then planned again from a new read
-        done = state.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
+        done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
                            check_mode, node=node_read)
         taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
                                                       done.changed)
@@ -331,9 +333,9 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
         released = disruption.release(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
                                                       maintenance=None), check_mode)
         progress.done("lease")
-        node = client.get_or_none(node_path(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
+        node = client.get_or_none(paths.node(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
         if opts.annotations and node:  # the campaign's done mark: ours to write, not NMO's
-            node = state.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)), check_mode,
+            node = nodes.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)), check_mode,
                                node=node).node
     except NmoError as exc:
         raise progress.fail(exc) from None
@@ -408,7 +410,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         run.NoGuard().check()  # never a write from a task whose controller died
         try:
             node_done = _undo_node(client, recorder, opts, reached, check_mode)
-        except (NodeGone, NotFound):  # deleted during its maintenance: nothing on it to undo, the rest is
+        except (nodes.NodeGone, NotFound):  # deleted during its maintenance: nothing on it to undo, the rest is
             node_done = gone_node(opts.node)
             result["node_deleted"] = True
             recorder.warnings.append(f"node {opts.node} is not in the cluster any more (deleted during its "
@@ -456,7 +458,7 @@ def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, re
         return Wanted(remove=[t for t in MAINTENANCE_TAINTS if t not in had] if "taints" in reached else [],
                       annotations=dict(opts.annotations or {}))
 
-    applied = state.apply(client, opts.node, untaint, check_mode)
+    applied = nodes.apply(client, opts.node, untaint, check_mode)
     same = marking(applied.before, opts.label_key)
     return {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
             "taints_before": applied.before["taints"], "taints_after": applied.after["taints"],
@@ -519,7 +521,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         undo = not kept or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
         if opts.mode == operator.STANDALONE and "maintenance" not in reached:
             undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
-        elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(node_path(opts.node)) is None:
+        elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(paths.node(opts.node)) is None:
             # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
             # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
             # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.

@@ -36,7 +36,9 @@ from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher
 from ..errors import ApiError
 from ..model import kubevirt as kv
-from ..stores.events import DRAIN_ERROR, now_rfc3339
+from ..model.times import now_rfc3339
+from ..stores.events import DRAIN_ERROR
+from ..stores.kubevirt import vmi_path, vmim_path
 
 Recorder = Callable[[str, str, str, Optional[str]], None]  # reason, message, key, type
 
@@ -153,9 +155,9 @@ class Migrations:
             return
         try:
             if self.migrations is None:
-                self.migrations = self.waitable.add(Watcher(self.client, kv.vmim_path()))
+                self.migrations = self.waitable.add(Watcher(self.client, vmim_path()))
             if vm.namespace not in self.instances:
-                self.instances[vm.namespace] = self.waitable.add(Watcher(self.client, kv.vmi_path(vm.namespace)))
+                self.instances[vm.namespace] = self.waitable.add(Watcher(self.client, vmi_path(vm.namespace)))
         except ApiError as exc:
             what = "VirtualMachineInstanceMigrations" if self.migrations is None else "VirtualMachineInstances"
             self.unreadable = f"cannot watch KubeVirt's {what} ({exc.status}: {exc.server_message or exc.message})"
@@ -200,7 +202,7 @@ class Migrations:
                        f"{self.per_cluster})")
             return
         try:
-            made = self.client.post(kv.vmim_path(vm.namespace), kv.body(vm.vmi, self.node, self.maintenance))
+            made = self.client.post(vmim_path(vm.namespace), kv.body(vm.vmi, self.node, self.maintenance))
         except ApiError as exc:
             text = exc.server_message or exc.message
             if exc.status in (0, 409, 429) or exc.status >= 500:  # transient: later, not at once

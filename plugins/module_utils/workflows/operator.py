@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
+from ..api import paths
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import ApiError, NmoError, NotFound, RefusedError, WaitTimeout
@@ -27,7 +28,7 @@ from . import run
 STANDALONE, OPERATOR, AUTO = "standalone", "operator", "auto"
 MODES = (AUTO, STANDALONE, OPERATOR)
 MODE_ANNOTATION = "nmo.maintenance/mode"
-WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+WEBHOOKS = paths.WEBHOOKS
 WEBHOOK_PATH = "validate-nodemaintenance-medik8s-io-v1beta1-nodemaintenance"
 
 

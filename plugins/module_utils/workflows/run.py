@@ -30,6 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
 from ..model import leases, renewal
+from ..model.times import format_seconds
+from ..stores import leases as lease_store
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
@@ -131,7 +133,7 @@ HELD_CHOICES = (HELD_NONE, HELD_SLOT, HELD_ALL)
 
 
 def _when(moment: Optional[datetime]) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if moment else "an unknown time"
+    return format_seconds(moment) if moment else "an unknown time"
 
 
 def _judge(lease: leases.Lease, what: str, holder_word: str, now: datetime) -> Tuple[Optional[str], Optional[str]]:
@@ -185,7 +187,7 @@ def held_verdict(seen: List[leases.Lease], node: str, run_id: str, held: str, no
 
 # -- the API ---------------------------------------------------------------------------------
 def read_lease(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> Optional[leases.Lease]:
-    return leases.read(client, namespace, lease_name(run_id))
+    return lease_store.read(client, namespace, lease_name(run_id))
 
 
 def is_alive(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> bool:
@@ -198,7 +200,7 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
     validate_id(run_id)
     name = lease_name(run_id)
     for _attempt in range(leases.MAX_ATTEMPTS):
-        current = leases.read(client, namespace, name)
+        current = lease_store.read(client, namespace, name)
         now = client.server_now()
         if current is not None:
             theirs = ((current["metadata"].get("annotations") or {}).get(CONTROLLER_ANNOTATION) or "")
@@ -210,7 +212,7 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
             body = leases.new_lease(name, namespace, run_id, duration, now, None, RUN_LABELS)
         body["metadata"].setdefault("annotations", {})[CONTROLLER_ANNOTATION] = controller
         try:
-            return leases.write(client, body, current)
+            return lease_store.write(client, body, current)
         except Conflict:
             continue
     raise NmoError(f"run lease {namespace}/{name} kept changing while we wrote it: run again")
@@ -231,7 +233,7 @@ def renew(client: Client, lease: leases.Lease, holder: str, duration: Optional[i
     if duration is not None:
         ops.append({"op": "replace", "path": "/spec/leaseDurationSeconds", "value": duration})
     try:
-        return client.patch(leases.leases_path(meta["namespace"], meta["name"]), ops, "json")
+        return client.patch(lease_store.leases_path(meta["namespace"], meta["name"]), ops, "json")
     except (NotFound, Conflict, UnprocessableEntity):
         return None
 
@@ -242,7 +244,7 @@ def stop(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -
     if current is None or leases.holder(current) != run_id:
         return False
     try:
-        return leases.delete(client, current)
+        return lease_store.delete(client, current)
     except Conflict:
         return False
 
@@ -299,7 +301,7 @@ class Guard:
         seen = lease_list
         if seen is None and (force or self._looked is None or now_mono - self._looked >= self.look_every):
             if self.held != HELD_NONE:
-                seen = leases.list_leases(self.client, self.namespace)
+                seen = lease_store.list_leases(self.client, self.namespace)
             else:
                 lease = read_lease(self.client, self.run_id, self.namespace)
                 seen = [lease] if lease is not None else []

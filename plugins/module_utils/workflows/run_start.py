@@ -8,6 +8,7 @@ from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
 from ..model import leases, renewal
+from ..stores import leases as lease_store
 from . import heartbeat, operator, run
 
 MAX_RUN_LEASE_DURATION = 3600
@@ -37,7 +38,7 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         result["warnings"] = [kubernetes.warning]
     if check_mode:
         return result
-    leases.ensure_namespace(client)
+    lease_store.ensure_namespace(client)
     run.start(client, run_id, controller, duration=duration)
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration)

@@ -346,7 +346,7 @@ def add_pods_parallel(world: World, nodes: List[str], per_node: int, workers: in
 def list_costs(world: World, node: str, repeat: int = 3) -> Dict[str, float]:
     """What the pre-flight's two ways of reading pods cost here (best of ``repeat``): one
     paginated list of every pod, and one node's ``fieldSelector=spec.nodeName`` list; and
-    the per-request overhead that makes, in pods (preflight/reads.py LIST_OVERHEAD_PODS)."""
+    the per-request overhead that makes, in pods (stores/preflight_reads.py LIST_OVERHEAD_PODS)."""
     def timed(query: Dict[str, Any]) -> Tuple[float, int]:
         best, count = float("inf"), 0
         for _attempt in range(repeat):

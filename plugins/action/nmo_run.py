@@ -22,6 +22,8 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="nmo_run must run on the controller: delegate it to localhost "
                                            "with a local connection and become: false")
             return result
+        # The module and the core are imported by name when the task runs, not when Ansible loads
+        # this plugin: the way in_process.py loads the modules it runs in the worker.
         module = importlib.import_module(f"{PACKAGE}.modules.nmo_run")
         checked = arguments.check(module.ARGUMENT_SPEC, self._task.args)
         if checked.error_messages:

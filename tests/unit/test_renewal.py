@@ -1,4 +1,4 @@
-"""The heartbeat's renewal schedule and the shortest lease it can keep (guards/renewal.py),
+"""The heartbeat's renewal schedule and the shortest lease it can keep (model/renewal.py),
 and the verdict on the leases a run holds for a node (run.held_verdict, run.Guard)."""
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def begin_marks(node: Dict[str, Any], label_key: str, run_id: str = "") -> Tuple
     record: Marks = {MAINTAINED_BY: run_id or "standalone", **({} if had_label else {LABEL_ADDED: "true"})}
     if node.get("spec", {}).get("unschedulable"):
         record[CORDONED_BEFORE] = "true"
-    # the unschedulable taint follows the cordon (state.py): the cordon's record says it
+    # the unschedulable taint follows the cordon (node_state.py): the cordon's record says it
     had = [t for t in MAINTENANCE_TAINTS if not same_taint(t, UNSCHEDULABLE_TAINT)
            and any(same_taint(t, n) for n in node.get("spec", {}).get("taints") or [])]
     if had:

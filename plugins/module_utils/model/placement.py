@@ -10,7 +10,7 @@ Pod (anti-)affinity and topology spread depend on other pods' placement and are 
 judged: the pods that have them are named instead.
 
 A node whose pods were not read (``known`` false: the pre-flight reads the pods of a
-bounded number of candidate nodes, see reads.py) is never a home: what it has left is not
+bounded number of candidate nodes, see stores/preflight_reads.py) is never a home: what it has left is not
 known, so the answer errs towards Pending (blocked), never towards fits.
 """
 

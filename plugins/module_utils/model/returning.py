@@ -1,7 +1,7 @@
 """Pods that come back: replacements scheduled onto the node that is being drained.
 
 A cordoned node carries ``node.kubernetes.io/unschedulable:NoSchedule`` and
-``medik8s.io/drain:NoSchedule`` (node/taints.py). The scheduler places a pod there only
+``medik8s.io/drain:NoSchedule`` (model/taints.py). The scheduler places a pod there only
 when its tolerations admit both; a workload that tolerates every taint
 (``tolerations: [{operator: Exists}]``) does, and as the drained node is the emptiest one,
 its replacements tend to land right back on it. Evicting them again helps only a few

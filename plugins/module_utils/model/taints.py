@@ -1,7 +1,7 @@
 """Taint list arithmetic and the guarded taint patch (reading and writing a node: stores/nodes.py).
 
 Taints match by key and effect. Adding puts the maintenance taints first and keeps every
-other taint; removing drops exactly those. The taint part of a node's patch (state.py)
+other taint; removing drops exactly those. The taint part of a node's patch (node_state.py)
 tests the list as read, so the API server refuses it if someone changed the taints since.
 """
 

@@ -46,7 +46,7 @@ def run_alive(client: Client, run_id: str, namespace: str, now: datetime) -> boo
     return bool(run_id) and is_valid(read(client, namespace, RUN_LEASE_PREFIX + run_id), now)
 
 
-leases_path = paths.leases
+leases_path = paths.leases  # the name callers and tests know
 
 
 def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE, check_mode: bool = False) -> bool:
@@ -55,8 +55,7 @@ def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE, check_mod
         return False
     if not check_mode:
         try:
-            client.post(paths.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
-                                               "metadata": {"name": namespace}})
+            client.post(paths.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         except Conflict:
             return False
         except ApiError as exc:

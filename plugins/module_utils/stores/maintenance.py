@@ -253,7 +253,7 @@ IN_FLIGHT = ("queued", "migrating")
 
 def migration_lines(migrations: List[Dict[str, Any]], now: Optional[datetime] = None) -> List[str]:
     """``vm-order-processing: migrating, phase TargetReady, 40 s`` for each KubeVirt migration
-    the drain is waiting for (status ``migrations``, written by kubevirt/migrations.py)."""
+    the drain is waiting for (status ``migrations``, written by workflows/migrations.py)."""
     now = now or datetime.now(timezone.utc)
     lines = []
     for m in migrations:

@@ -249,13 +249,13 @@ def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
 
 def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
           timeout: float) -> Acquired:
-    paths = [(lease_store.leases_path(req.namespace), {})]
+    watched = [(lease_store.leases_path(req.namespace), {})]
     if req.maintenance:  # the wait ends when its NodeMaintenance is deleted (recover.yml, a user)
-        paths.append((maintenance.API, {"fieldSelector": f"metadata.name={req.maintenance}"}))
+        watched.append((maintenance.API, {"fieldSelector": f"metadata.name={req.maintenance}"}))
     if attempt.flavour:
-        paths += etcd_guard.watched_paths(attempt.flavour, req.etcd)
+        watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
     state: Dict[str, Any] = {"blocked": first, "changes": -1, "at": time.monotonic()}
-    watchers = [Watcher(client, path, query) for path, query in paths]
+    watchers = [Watcher(client, path, query) for path, query in watched]
     multi = MultiWatcher(*watchers)
 
     def still_wanted() -> None:

@@ -86,7 +86,7 @@ class DrainOptions:
     parallelism: int = 32
     retry_delay: float = 1.0
     run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
-    kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (kubevirt/migrations.py)
+    kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (migrations.py)
     # pods that land on the node after the drain began (returning.py), evicted again at most
     # this many times per workload before the drain fails naming them
     returning_pod_evictions: int = 3

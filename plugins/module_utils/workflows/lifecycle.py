@@ -2,7 +2,7 @@
 
 ``begin`` is design steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
 behind the etcd guard, then the maintenance taints, cordon and the exclude-from-remediation
-label in one patch (node/state.py). ``end`` is step 9: uncordon, unlabel and untaint in one
+label in one patch (model/node_state.py). ``end`` is step 9: uncordon, unlabel and untaint in one
 patch (so the control plane's own ``node.kubernetes.io/unschedulable`` taint never comes
 back), the leases, and last the NodeMaintenance that said who did all this.
 
@@ -172,7 +172,7 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
            annotations: Optional[Dict[str, Optional[str]]] = None, remove_taints: bool = False,
            node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the
-    Node), the mirror taint with it, in one patch (node/state.py).
+    Node), the mirror taint with it, in one patch (model/node_state.py).
 
     Uncordoning removes the label only when it is ours to remove (``ours_to_unlabel``), and
     forgets the marks the begin recorded; with ``remove_taints`` (the end, a rollback) the
@@ -242,7 +242,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         progress.done("lease")
         guard.check()  # the lease wait may have lasted long: is the run still there?
 
-        # taints, cordon, label and our marks in one guarded JSON Patch (node/state.py), planned
+        # taints, cordon, label and our marks in one guarded JSON Patch (model/node_state.py), planned
         # from the node as read above: its test ops fail if someone wrote the node since (a
         # long lease wait, say), and the patch is then planned again from a new read
         done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),

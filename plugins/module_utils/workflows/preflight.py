@@ -1,13 +1,13 @@
 """Pre-flight: what would block the maintenance of some nodes, found before any is touched.
 
-Reads that scale with the nodes judged, not with the cluster (reads.py: the nodes, the pods
+Reads that scale with the nodes judged, not with the cluster (stores/preflight_reads.py: the nodes, the pods
 of the judged nodes, the PodDisruptionBudgets, the pods of a bounded number of candidate
 homes), then one server-side dry-run eviction (``dryRun=All``, nothing is written) per pod to evict, in
 parallel. Each node's pods are sorted by the drain's own filters (``pod_filters``), so the
 pre-flight and the drain agree on every pod. A node is ``no-go`` when its drain would not
 finish by itself: a pod guarded by a drain option that is off, a PodDisruptionBudget that
 can never allow the eviction, a workload whose replacements would come back to the node
-(its pods tolerate the maintenance taints, drain/returning.py), or replacement pods that would find no room while the node
+(its pods tolerate the maintenance taints, model/returning.py), or replacement pods that would find no room while the node
 and the others of its batch (``concurrency`` nodes, in the order given, as the role's
 ``serial`` batches go) are out. A budget that refuses only for now makes it ``warn``: the
 drain waits for it. Each batch's capacity is judged from the cluster as it is now.

@@ -126,7 +126,7 @@ def test_design_refers_only_to_its_own_sections():
 def test_links_of_the_readme_and_docs_reach_the_repository(page, target):
     if re.match(r"[a-z]+:", target):  # https:, mailto: are outside; not checked here
         return
-    path_part, _, anchor = target.partition("#")
+    path_part, anchor = target.split("#", 1) if "#" in target else (target, "")
     where = (ROOT / page).parent / path_part if path_part else ROOT / page
     assert where.exists(), f"{page}: link to {target}: no {where.relative_to(ROOT) if ROOT in where.parents else where}"
     if anchor and where.suffix == ".md":

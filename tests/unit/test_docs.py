@@ -25,6 +25,10 @@ CITATION = re.compile(rf"docs/design\.md\s+({SECTION}(?:(?:\s*,\s*|\s+(?:and|to|
 # The bare "§N" references inside design.md itself
 INNER = re.compile(SECTION)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+# A file named in code quotes with its folder: `hack/topology.py`, `guards/renewal.py` (under
+# plugins/module_utils/), `plugin_utils/capabilities.py` (under plugins/).
+NAMED_FILE = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|yml|yaml|sh|md|json|env|toml))`")
+NAMED_FROM = ("", "plugins", "plugins/module_utils")
 # A document outside the repository: a design.md not under docs/ (shared/design.md, "design.md,
 # chapter ..."), the source material the project was specified from ("the seed", "chapter 4").
 OUTSIDE = (
@@ -131,6 +135,20 @@ def test_links_of_the_readme_and_docs_reach_the_repository(page, target):
     assert where.exists(), f"{page}: link to {target}: no {where.relative_to(ROOT) if ROOT in where.parents else where}"
     if anchor and where.suffix == ".md":
         assert anchor in anchors(where), f"{page}: link to {target}: {path_part or page} has no heading #{anchor}"
+
+
+def test_the_files_the_pages_name_exist():
+    """A page that names a file by its path names one that is there (after a move, the page
+    says where it went)."""
+    missing = []
+    for pattern in PAGES:
+        for page in sorted(ROOT.glob(pattern)):
+            for name in NAMED_FILE.findall(page.read_text(encoding="utf-8")):
+                bases = [page.parent] + [ROOT / base for base in NAMED_FROM]
+                ours = [base for base in bases if (base / name.split("/")[0]).is_dir()]
+                if ours and not any((base / name).exists() for base in ours):  # else a user's file
+                    missing.append(f"{page.relative_to(ROOT)}: {name}")
+    assert not missing, "named, but no such file:\n" + "\n".join(sorted(set(missing)))
 
 
 def test_the_readme_links_to_every_page_of_docs():

@@ -1,8 +1,8 @@
 """The two ends of a node's maintenance, and its rollback, each as one call.
 
-``begin`` is docs/design.md §4.1 to §4.6 in order: the NodeMaintenance (phase Pending), the leases
+``begin`` is docs/design.md §4, steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
 behind the etcd guard, then the maintenance taints, cordon and the exclude-from-remediation
-label in one patch (node/state.py). ``end`` is §4.9: uncordon, unlabel and untaint in one
+label in one patch (node/state.py). ``end`` is step 9: uncordon, unlabel and untaint in one
 patch (so the control plane's own ``node.kubernetes.io/unschedulable`` taint never comes
 back), the leases, and last the NodeMaintenance that said who did all this.
 

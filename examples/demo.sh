@@ -5,7 +5,7 @@
 #
 #   examples/demo.sh            maintain the workers
 #   examples/demo.sh -e node_maintenance_concurrency=2    (any ansible-playbook option)
-#   examples/demo.sh --kubevirt [...]   also the seed's VM vm-order-processing on worker-02,
+#   examples/demo.sh --kubevirt [...]   also the VM vm-order-processing of docs/design.md §12.3 on worker-02,
 #                               alone behind minAvailable 1, live-migrated by the drain
 #                               (node_maintenance_kubevirt=migrate) with the stand-in for
 #                               KubeVirt's controllers (hack/kubevirt/standin.py) running

@@ -4,7 +4,7 @@
     examples/demo_world.py up      3 control-plane nodes with etcd, 4 workers, workloads
     examples/demo_world.py down    remove all of it
     options: --id NAME (default demo), --workers N, --control-planes N,
-             --kubevirt: KubeVirt's CRDs (hack/kubevirt/crds.yaml) and the seed's VM
+             --kubevirt: KubeVirt's CRDs (hack/kubevirt/crds.yaml) and the VM of docs/design.md §12.3
              vm-order-processing on worker-02, alone behind minAvailable 1 (run the stand-in,
              hack/kubevirt/standin.py, for its migration: examples/demo.sh --kubevirt does)
 
@@ -70,7 +70,7 @@ def main() -> int:
     parser.add_argument("--id", default="demo")
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--control-planes", type=int, default=3)
-    parser.add_argument("--kubevirt", action="store_true", help="add the seed's KubeVirt VM (see above)")
+    parser.add_argument("--kubevirt", action="store_true", help="add the KubeVirt VM of docs/design.md §12.3 (see above)")
     args = parser.parse_args()
     world = World(connect(ConnectionOptions(kubeconfig=kubeconfig())), prefix=args.id)
     if args.action == "up":

@@ -262,7 +262,7 @@ class World:
         return made
 
     def vm(self, name: str, node: Optional[str] = None) -> Dict[str, Any]:
-        """The seed's KubeVirt case: one virt-launcher pod alone behind a minAvailable 1 PDB."""
+        """The KubeVirt case of docs/design.md §12.3: one virt-launcher pod alone behind a minAvailable 1 PDB."""
         pod_name = f"virt-launcher-{name}"
         self.pod(pod_name, node=node, labels={"kubevirt.io": "virt-launcher"})
         return self.pdb(f"kubevirt-disruption-budget-{name}", pod_name, min_available=1)

@@ -5,7 +5,7 @@ KubeVirt makes for a running VM: the VirtualMachineInstance (status: phase Runni
 LiveMigratable), its virt-launcher pod on the node (labels ``kubevirt.io=virt-launcher`` and
 ``kubevirt.io/created-by``, owned by the VMI) and its PodDisruptionBudget ``minAvailable: 1``
 (owned by the VMI, selecting its launcher pods), which refuses the eviction of a VM's only
-pod: the seed's ``virt-launcher-vm-order-processing``. ``StandIn`` runs the stand-in
+pod: ``virt-launcher-vm-order-processing`` of docs/design.md §12.3. ``StandIn`` runs the stand-in
 controller (standin.py) as a process for a test or the demo, and stops it.
 """
 

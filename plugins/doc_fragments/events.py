@@ -18,10 +18,10 @@ options:
         type: str
         required: true
       text:
-        description: The event's message; defaults to the design's message for a known reason.
+        description: The event's message; defaults to the message of docs/design.md §7.1 for a known reason.
         type: str
       type:
-        description: Event type; defaults to the design's type for a known reason.
+        description: Event type; defaults to the type of docs/design.md §7.1 for a known reason.
         type: str
         choices: [Normal, Warning]
       "on":

@@ -44,7 +44,7 @@ options:
     description:
       - What a drain does about a KubeVirt VM whose virt-launcher pod (label C(kubevirt.io=virt-launcher),
         owned by a C(kubevirt.io/v1) C(VirtualMachineInstance)) a PodDisruptionBudget refuses to evict.
-      - V(wait), as for any pod, retries the eviction until someone moves the VM (the seed's case,
+      - V(wait), as for any pod, retries the eviction until someone moves the VM (docs/design.md §12.3,
         a C(VirtualMachineInstanceMigration) made by hand) or the O(nmo.maintenance.nmo_drain#module:timeout).
       - V(migrate) live-migrates it. When the VMI reports C(LiveMigratable=True), one
         C(VirtualMachineInstanceMigration) is created for it and followed by watch to C(Succeeded);

@@ -107,7 +107,7 @@ operator:
 kubernetes:
   description:
     - The API server's version (C(gitVersion) of C(/version)), read once at the start of the run. A server older
-      than the oldest tested minor (1.31) gets a warning; see the README's "Supported versions".
+      than the oldest tested minor (1.31) gets a warning; see docs/layout-and-development.md, "Supported versions".
   returned: state=started
   type: str
   sample: v1.31.13

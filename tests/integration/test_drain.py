@@ -45,7 +45,7 @@ def uids(pods: List[Dict[str, Any]]) -> set:
     return {p["metadata"]["uid"] for p in pods}
 
 
-# -- the seed's chapter 3 ---------------------------------------------------------------------------
+# -- docs/design.md §12.2, a mixed node drained ----------------------------------------------------
 def test_chapter3_node_daemonsets_stay_emptydir_and_unmanaged_go(cluster, world, crd_installed):
     a, b = world.add_nodes(workers=2)
     world.daemonset("node-exporter")
@@ -87,7 +87,7 @@ def test_chapter3_node_daemonsets_stay_emptydir_and_unmanaged_go(cluster, world,
     assert not again.get("failed") and not again["changed"] and again["evicted"] == []
 
 
-# -- the seed's chapter 4: a PodDisruptionBudget with minAvailable equal to replicas -------------------
+# -- docs/design.md §12.3: a PodDisruptionBudget with minAvailable equal to replicas -----------------
 def test_chapter4_pdb_blocks_one_pod_until_relaxed(cluster, world, crd_installed):
     a, _b = world.add_nodes(workers=2)
     with world.only_schedulable(a):

@@ -4,7 +4,7 @@ KubeVirt cannot run on kwok's nodes: its API shape (hack/kubevirt/crds.yaml) is 
 and a stand-in for its migration controllers (hack/kubevirt/standin.py, started and stopped
 here as a process) plays KubeVirt's observable part: migration phases, the target
 virt-launcher pod on another node, the VMI's nodeName and migrationState, the VM's budget
-raised to minAvailable 2 during the migration, the source pod ended. The seed's three VMs
+raised to minAvailable 2 during the migration, the source pod ended. The three VMs of docs/design.md §12.3
 (vm-database-01, vm-webserver-02, vm-order-processing) each run alone behind a minAvailable 1
 PodDisruptionBudget, so no eviction can move them.
 """
@@ -136,7 +136,7 @@ class VmRecorder(WatchRecorder):
 
 # -- the drain alone --------------------------------------------------------------------------------
 def test_migrate_moves_the_seeds_vm_and_the_drain_finishes(cluster, world, standin):
-    """The seed's chapter 4, option B done by the drain: vm-order-processing alone behind
+    """docs/design.md §12.3, the way out by hand done by the drain: vm-order-processing alone behind
     minAvailable 1 on worker-02; with kubevirt=migrate the drain creates one migration,
     follows it to Succeeded, and the pod KubeVirt ends leaves the node."""
     world.add_nodes(workers=3)
@@ -229,7 +229,7 @@ def test_wait_is_the_default_and_makes_no_kubevirt_request(cluster, world, stand
 
 
 def test_a_migration_made_by_hand_is_followed_not_doubled(cluster, world, standin):
-    """The seed's own way out, started by hand before the drain: the drain follows it."""
+    """The way out by hand of docs/design.md §12.3, started before the drain: the drain follows it."""
     world.add_nodes(workers=2)
     w1, w2 = world.workers
     add_vm(world, "vm-order-processing", w1)
@@ -277,7 +277,7 @@ def test_a_migration_in_flight_shows_in_the_status_playbook_and_the_timeout_hold
 
 # -- the role, end to end ---------------------------------------------------------------------------
 def seed_vms(world: Any) -> Dict[str, str]:
-    """The seed's three VMs on a 6-worker world: vm-order-processing on worker-02, as in chapter 4."""
+    """The three VMs of docs/design.md §12.3 on a 6-worker world: vm-order-processing on worker-02."""
     w = world.workers
     placed = {"vm-database-01": w[0], "vm-order-processing": w[1], "vm-webserver-02": w[3]}
     for name, node in placed.items():

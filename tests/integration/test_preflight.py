@@ -1,4 +1,4 @@
-"""nmo_preflight on the local control plane: the seed's world, capacity, no trace, the role's stop, cost."""
+"""nmo_preflight on the local control plane: the world of docs/design.md §12, capacity, no trace, the role's stop, cost."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ EMPTYDIR = {"volumes": [{"name": "scratch", "emptyDir": {}}]}
 SMALL = {"cpu": "100m", "memory": "128Mi"}
 
 
-# -- the seed's world, built once: the pre-flight writes nothing, so its tests share it --------------
+# -- the world of docs/design.md §12, built once: the pre-flight writes nothing, so its tests share it
 @pytest.fixture(scope="module")
 def seed(cluster: Any) -> Any:
-    """worker-01 and -02 each hold a VM alone behind a minAvailable 1 PDB (the seed's
-    chapters 1 and 4); -03 and -04 run a Deployment behind a maxUnavailable 1 PDB, a
+    """worker-01 and -02 each hold a VM alone behind a minAvailable 1 PDB (docs/design.md
+    §12.1 and §12.3); -03 and -04 run a Deployment behind a maxUnavailable 1 PDB, a
     Deployment with an emptyDir and (on -04) an unmanaged pod; a DaemonSet everywhere."""
     w = World(cluster.client)
     try:

@@ -166,7 +166,7 @@ def test_killed_during_a_drain_then_rerun_resumes_and_finishes(cluster, world, u
 
 def test_recover_removes_what_a_deleted_nodemaintenance_left_behind(cluster, world, user, tmp_path):
     """failure_policy keep leaves worker-01 in maintenance; its NodeMaintenance is then
-    deleted by hand (the seed's "taints left behind"). recover.yml finds and ends it, and
+    deleted by hand (docs/design.md §12.4, "taints left behind"). recover.yml finds and ends it, and
     leaves alone a node cordoned by a person and a node whose maintenance is under way."""
     world.add_nodes(workers=3)
     w1, w2, w3 = world.workers

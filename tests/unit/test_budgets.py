@@ -60,7 +60,7 @@ def test_budgets_index_finds_every_guard_and_counts_selected_running_pods() -> N
 
 # -- never versus for now --------------------------------------------------------------------------
 @pytest.mark.parametrize("spec,selected,never", [
-    ({"min_available": 1}, 1, True),            # the seed's VM: alone behind minAvailable 1
+    ({"min_available": 1}, 1, True),            # docs/design.md §12.3: alone behind minAvailable 1
     ({"min_available": 1}, 2, False),
     ({"min_available": 3}, 3, True),
     ({"min_available": "100%"}, 4, True),

@@ -6,7 +6,7 @@ rules, used for the NodeMaintenance's immutable ``spec.nodeName``; API Priority 
 Fairness, whose 429s the client retries) or much earlier (policy/v1 evictions 1.22,
 watch bookmarks 1.17, coordination/v1 Leases 1.14); field selectors on custom resources
 are only ever ``metadata.name``, which every version serves. CI runs the tests on 1.31
-and 1.37 (README, "Supported versions"). A server older than 1.31 gets a warning, not a
+and 1.37 (docs/layout-and-development.md, "Supported versions"). A server older than 1.31 gets a warning, not a
 refusal: nothing is known to break there, it is only untested. What would break
 silently on a server without validation rules is checked where it matters
 (``crd.rule_dropped``).

@@ -2,7 +2,7 @@
 
 A budget that refuses an eviction now may allow it later, once a replica is healthy again:
 the drain waits for that (transient). Some never will without outside help: a
-``minAvailable`` as large as the number of pods it selects (the seed's VM alone behind
+``minAvailable`` as large as the number of pods it selects (docs/design.md §12.3: a VM alone behind
 ``minAvailable: 1``), a ``maxUnavailable`` of 0, a percentage that rounds to no disruption,
 or a budget the disruption controller cannot compute. Those are blockers: the drain would
 wait until its timeout with the node already cordoned.

@@ -19,7 +19,7 @@ from ..model.times import now_rfc3339
 COMPONENT = "nmo-maintenance"
 EVENT_NAMESPACE = "default"
 
-# The design's events: reason -> (type, default message).
+# The events of docs/design.md §7.1: reason -> (type, default message).
 BEGIN_MAINTENANCE = "BeginMaintenance"
 SUCCEED_MAINTENANCE = "SucceedMaintenance"
 FAILED_MAINTENANCE = "FailedMaintenance"

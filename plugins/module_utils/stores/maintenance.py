@@ -28,7 +28,7 @@ STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pending
 
 
 def default_name(node: str) -> str:
-    """``maintenance-worker-01`` for ``node-worker-01``, as the seed names them."""
+    """``maintenance-worker-01`` for ``node-worker-01``, as docs/design.md §2.1 names them."""
     return "maintenance-" + (node[len("node-"):] if node.startswith("node-") else node)
 
 

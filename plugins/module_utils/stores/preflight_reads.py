@@ -38,7 +38,7 @@ from ..model.pod_filters import is_finished
 PAGE = 500
 PODS = paths.PODS
 # A list request costs the API server about as much as serialising this many pods; measured
-# on the local control plane (bench/README.md, "pre-flight reads"). Per-node lists win while
+# on the local control plane (docs/scale.md: one node's pod list against every pod). Per-node lists win while
 # (judged nodes) x (pods a node + this) < (every pod).
 LIST_OVERHEAD_PODS = 30
 FEW = 20  # judged nodes read one by one (a GET each) rather than by listing every node

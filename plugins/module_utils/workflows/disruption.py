@@ -304,7 +304,7 @@ UNREAD: Any = object()  # acquire(nm=...): not read by the caller
 
 def acquire(client: Client, req: Request, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
             nm: Any = UNREAD, seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
-    """Take the node's slot and lease (design steps 2-3), waiting for them when ``req.wait``.
+    """Take the node's slot and lease (docs/design.md §4.2, §4.3), waiting for them when ``req.wait``.
     A caller that has just read the node, the NodeMaintenance named by ``req.maintenance``
     (None: there is none) or the leases namespace (``seen``) passes them and saves the reads."""
     req.validate()

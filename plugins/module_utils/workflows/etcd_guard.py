@@ -57,7 +57,7 @@ class Verdict:
 
 
 def blocked_message(node: str) -> str:
-    """The design's event message."""
+    """The event message of docs/design.md §4.2."""
     return f"etcd quorum is not maintained when node {node} is remediated"
 
 

@@ -1,4 +1,4 @@
-"""Read-only diagnosis of nodes: the seed's five-step checklist gathered in one pass.
+"""Read-only diagnosis of nodes: the five-step checklist of docs/design.md §12.5 in one pass.
 
 Reads nodes, NodeMaintenances, leases and events once each, for all the nodes asked
 about, and groups them by node; 500 nodes cost four requests, not two thousand.

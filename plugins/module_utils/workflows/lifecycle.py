@@ -1,6 +1,6 @@
 """The two ends of a node's maintenance, and its rollback, each as one call.
 
-``begin`` is design steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
+``begin`` is docs/design.md §4, steps 1 to 6 in order: the NodeMaintenance (phase Pending), the leases
 behind the etcd guard, then the maintenance taints, cordon and the exclude-from-remediation
 label in one patch (model/node_state.py). ``end`` is step 9: uncordon, unlabel and untaint in one
 patch (so the control plane's own ``node.kubernetes.io/unschedulable`` taint never comes
@@ -355,7 +355,7 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
 
 
 def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
-    """Design step 9: everything the begin did, undone, and the NodeMaintenance deleted.
+    """docs/design.md §4.9: everything the begin did, undone, and the NodeMaintenance deleted.
 
     Not when a lease the run held for the node lapsed or changed hands since (``held_leases``):
     another run may have taken the node or its slot meanwhile, so the maintenance cannot be

@@ -6,7 +6,7 @@ no request more than with ``kubevirt: wait``. On the first refusal the hook list
 watches the cluster's VirtualMachineInstanceMigrations (VMIMs), and the VMIs of that pod's
 namespace; from then on every decision is taken from those two watches, with no polling:
 
-- a VMI that already has an unfinished migration (made by hand, as in the seed, or by
+- a VMI that already has an unfinished migration (made by hand, as in docs/design.md §12.3, or by
   KubeVirt) is followed, never given a second one;
 - a VMI whose ``evictionStrategy`` is ``LiveMigrate``/``LiveMigrateIfPossible`` (or that
   KubeVirt is evacuating) is left to KubeVirt: the drain's evictions trigger its migration;
@@ -177,7 +177,7 @@ class Migrations:
             self._block(vm, self.unreadable)
             return
         running = kv.unfinished(kv.for_vmi(self._vmims(), vm.vmi))
-        if running:  # made by hand (the seed's way out) or by KubeVirt: follow it, never a second one
+        if running:  # made by hand (docs/design.md §12.3's way out) or by KubeVirt: follow it, never a second one
             self._start(vm, running[-1], ours=False, now=now)
             return
         if vm.state == FAILED_STATE:

@@ -48,7 +48,10 @@ def table(rows: List[Row]) -> str:
             note = (note + "; " if note else "") + f"overhead {r.extra['overhead_per_node']} s/node"
         if r.scenario == "B7" and r.extra.get("drain_ms_per_pod") is not None:
             note = (note + "; " if note else "") + (f"{r.pods} pods: drain {r.extra['drain_ms_per_pod']:g} ms/pod, "
-                                                    f"{r.extra.get('requests_per_pod')} req/pod")
+                                                    f"{r.extra.get('requests_per_pod')} req/pod "
+                                                    f"(drain {r.extra.get('drain_requests_per_pod')})")
+            if r.extra.get("preflight_requests"):
+                note += f"; pre-flight {r.extra['preflight_requests']} req"
             if r.tool == OPERATOR and r.extra.get("released_after_delete") is not None:
                 note += f"; node let go {r.extra['released_after_delete']:g} s after the NM's deletion"
         if r.scenario == "B6" and r.extra.get("requests_per_node") is not None:
@@ -161,6 +164,8 @@ def targets(rows: List[Row]) -> List[Dict[str, Any]]:
                             1.0 if budget else 0.5))
         found.append(_check("B7", f"{ours.case}: requests a pod / NMO's", _extra_ratio(ours, peer, "requests_per_pod"),
                             1.0))
+        found.append(_check("B7", f"{ours.case}: the drain's requests a pod / NMO's until Succeeded",
+                            _extra_ratio(ours, peer, "drain_requests_per_pod"), 1.0))
     return found
 
 

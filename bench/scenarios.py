@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import yaml
 from measure import AuditLog, Run
 from peer_operator import Operator
-from tools import K8S_DRAIN, KUBECTL, LABELS, NMO, OPERATOR, USERS, Tools
+from tools import DRAIN_TASK, K8S_DRAIN, KUBECTL, LABELS, NMO, OPERATOR, USERS, Tools
 from topology import KWOK_ANNOTATION, WORKER_ROLE, WORLD_LABEL, World, node_ready, wait_for
 
 DRAIN_TOOLS = [NMO, KUBECTL, K8S_DRAIN]
@@ -594,6 +594,17 @@ def per_pod(row: Row) -> None:
         row.extra["drain_ms_per_pod"] = round(1000 * float(drain) / pods, 1)
     if pods and row.requests is not None:
         row.extra["requests_per_pod"] = round(row.requests / pods, 2)
+    # the drain's own share: NMO's requests until it wrote Succeeded, ours the drain task's
+    # (the rest of ours is mostly the pre-flight's one dry-run eviction a pod)
+    by_task = row.extra.get("requests_by_task") or {}
+    drain = (row.extra.get("requests_to_succeeded") if row.tool == OPERATOR else
+             sum(sum(c.values()) for task, c in by_task.items() if task.endswith(DRAIN_TASK)) or None)
+    if pods and drain:
+        row.extra["drain_requests"] = drain
+        row.extra["drain_requests_per_pod"] = round(drain / pods, 2)
+    preflight = sum(sum(c.values()) for task, c in by_task.items() if "Preflight |" in task)
+    if preflight:
+        row.extra["preflight_requests"] = preflight
 
 
 def b7_operator(ctx: Context, operator: Operator, world: World, node: str, row: Row) -> None:

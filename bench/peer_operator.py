@@ -163,7 +163,14 @@ class Operator:
                 found = [o.get("status") for o in watcher.objects.values()]
                 return f"NodeMaintenance {name} to reach phase Succeeded (now: {found})"
 
-            status = wait_until(watcher, succeeded, timeout, where)
+            try:
+                status = wait_until(watcher, succeeded, timeout, where)
+            except Exception:
+                # deleted while NMO still runs: its finalizer would hold it for ever once NMO is down
+                client.delete(path)
+                wait_until(watcher, lambda: None if watcher.objects else True, 120,
+                           lambda: f"NodeMaintenance {name} gone after its deletion")
+                raise
             done = time.time()
             client.delete(path)
 

@@ -1,6 +1,7 @@
-"""bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8).
+"""bench/run: nmo.maintenance against kubectl drain and kubernetes.core.k8s_drain (issue 8),
+and against the Node Maintenance Operator itself (B7, issue 24).
 
-    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [--heartbeat S] [B1 .. B6]
+    bench/run [--quick] [--minutes N] [--out DIR] [--scale 50,5000] [--tools nmo] [--heartbeat S] [B1 .. B7]
     bench/run --world 5000 [--heartbeat S]   build a B5 world and keep it (B5 then uses it); the
                                               stretched heartbeat stays while it is kept
     bench/run --remove-worlds                 remove the kept worlds, the heartbeat back to 40 s
@@ -88,7 +89,7 @@ def heartbeat(seconds: Optional[int]) -> Iterator[None]:
 
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench/run", description=__doc__.split("\n\n", maxsplit=1)[0])
-    parser.add_argument("scenarios", nargs="*", metavar="B1..B6", help="scenarios to run (default: all)")
+    parser.add_argument("scenarios", nargs="*", metavar="B1..B7", help="scenarios to run (default: all)")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test of the harness, not figures")
     parser.add_argument("--minutes", type=float, default=60, help="no new run starts after this (default 60)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"), help="where the JSON goes")
@@ -101,7 +102,8 @@ def main(argv: List[str]) -> int:
                              "of a 5,000-host inventory costs")
     parser.add_argument("--scale-repeat", type=int, help="B5's runs of each tool a size, taking turns, each on a "
                                                          "node of its own; the table gives the median (default 1)")
-    parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one)")
+    parser.add_argument("--tools", help="only these tools, e.g. nmo or nmo,kubectl (default: every one; "
+                                        "B7's peer is nmo_operator)")
     parser.add_argument("--heartbeat", type=int, metavar="S",
                         help="B5 (and --world) with the fake nodes' lease stretched to S seconds: kwok and the "
                              "controller manager are restarted with it (hack/cluster NMO_CLUSTER_NODE_LEASE_SECONDS) "
@@ -204,7 +206,7 @@ def main(argv: List[str]) -> int:
     log("")
     log(table(rows))
     log("")
-    log("targets (issue 8), ratios from this run:")
+    log("targets (issues 8, 17 and 24), ratios from this run:")
     log(targets_text(checked) or "(none measured)")
     log(f"\nJSON: {path}")
     return 0

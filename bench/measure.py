@@ -89,8 +89,16 @@ class AuditLog:
     def requests(self, mark: Mark, users: List[str], settle: float = 1.0) -> Dict[str, Requests]:
         """Requests of ``users`` logged since ``mark`` (after ``settle`` s, so that watches
         closed by the tool's exit are written)."""
-        time.sleep(settle)
         found = {u: Requests() for u in users}
+        for event in self.events(mark, users, settle):
+            found[event["user"]["username"]].add(event)
+        return found
+
+    def events(self, mark: Mark, users: List[str], settle: float = 1.0) -> List[Dict[str, object]]:
+        """The completed requests of ``users`` logged since ``mark``, as the audit log has
+        them (B7 reads their timestamps: when the operator evicted, when it wrote Succeeded)."""
+        time.sleep(settle)
+        found: List[Dict[str, object]] = []
         needles = [f'"username":"{u}"'.encode() for u in users]
         for path, offset in self._chunks(mark):
             with open(path, "rb") as handle:
@@ -103,8 +111,8 @@ class AuditLog:
                     except ValueError:
                         continue  # a line being written as we read
                     user = event.get("user", {}).get("username")
-                    if user in found and event.get("stage") == "ResponseComplete":
-                        found[user].add(event)
+                    if user in users and event.get("stage") == "ResponseComplete":
+                        found.append(event)
         return found
 
 

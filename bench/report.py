@@ -1,13 +1,13 @@
-"""The table, the ratios to the best peer, and the issue's targets (met, or missed by how much)."""
+"""The table, the ratios to the best peer (B7: to NMO), and the issue's targets (met, or missed by how much)."""
 
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
 from scenarios import Row
-from tools import K8S_DRAIN, KUBECTL, LABELS, NMO
+from tools import K8S_DRAIN, KUBECTL, LABELS, NMO, OPERATOR
 
-PEERS = (KUBECTL, K8S_DRAIN)
+PEERS = (KUBECTL, K8S_DRAIN, OPERATOR)  # the operator is B7's only peer
 
 
 def _num(value: Any, digits: int = 2) -> str:
@@ -41,8 +41,19 @@ def table(rows: List[Row]) -> str:
         note = r.note
         if r.scenario == "B3" and r.extra.get("after_allowed") is not None:
             note = (note + "; " if note else "") + f"ended {r.extra['after_allowed']} s after the PDB allowed"
+        if r.scenario == "B4" and r.extra.get("tasks_per_node") is not None:
+            note = (note + "; " if note else "") + (f"{r.extra['tasks_per_node']:g} tasks/node "
+                                                    f"(+{r.extra['skipped_tasks_per_node']:g} skipped)")
         if r.scenario == "B4" and r.extra.get("overhead_per_node") is not None:
             note = (note + "; " if note else "") + f"overhead {r.extra['overhead_per_node']} s/node"
+        if r.scenario == "B7" and r.extra.get("drain_ms_per_pod") is not None:
+            note = (note + "; " if note else "") + (f"{r.pods} pods: drain {r.extra['drain_ms_per_pod']:g} ms/pod, "
+                                                    f"{r.extra.get('requests_per_pod')} req/pod "
+                                                    f"(drain {r.extra.get('drain_requests_per_pod')})")
+            if r.extra.get("preflight_requests"):
+                note += f"; pre-flight {r.extra['preflight_requests']} req"
+            if r.tool == OPERATOR and r.extra.get("released_after_delete") is not None:
+                note += f"; node let go {r.extra['released_after_delete']:g} s after the NM's deletion"
         if r.scenario == "B6" and r.extra.get("requests_per_node") is not None:
             top = list((r.extra.get("requests_per_node_by") or {}).items())[:4]
             note = (note + "; " if note else "") + f"{r.extra['requests_per_node']} req/node (" + ", ".join(
@@ -144,7 +155,25 @@ def targets(rows: List[Row]) -> List[Dict[str, Any]]:
                             unit=""))
         peer = _find(rows, "B6", K8S_DRAIN)
         found.append(_check("B6", "requests / the k8s_drain playbook's", _ratio(ours, peer, "requests"), 3.6))
+    for ours in [r for r in rows if r.scenario == "B7" and r.tool == NMO]:
+        peer = _find(rows, "B7", OPERATOR, ours.case)
+        budget = ours.extra.get("budget")
+        if not peer or peer.rc is None:
+            continue
+        found.append(_check("B7", f"{ours.case}: drain time / NMO's", _extra_ratio(ours, peer, "drain_elapsed"),
+                            1.0 if budget else 0.5))
+        found.append(_check("B7", f"{ours.case}: requests a pod / NMO's", _extra_ratio(ours, peer, "requests_per_pod"),
+                            1.0))
+        found.append(_check("B7", f"{ours.case}: the drain's requests a pod / NMO's until Succeeded",
+                            _extra_ratio(ours, peer, "drain_requests_per_pod"), 1.0))
     return found
+
+
+def _extra_ratio(a: Row, b: Row, key: str) -> Optional[float]:
+    if a.rc or b.rc:
+        return None
+    x, y = a.extra.get(key), b.extra.get(key)
+    return float(x) / float(y) if x is not None and y else None
 
 
 def targets_text(items: List[Dict[str, Any]]) -> str:

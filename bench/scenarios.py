@@ -1,4 +1,4 @@
-"""B1-B5 of issue 8: each builds its situation fresh for each tool, runs the tool, measures it.
+"""B1-B5 of issue 8, B6 of issue 17, B7 of issue 24: each builds its situation fresh for each tool, runs the tool, measures it.
 
 Worlds come from hack/topology.py (kwok nodes, labelled so they can be removed whole); every
 world has its own node names, namespace and maintenance slots, as the cluster is shared.
@@ -17,7 +17,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import yaml
 from measure import AuditLog, Run
-from tools import K8S_DRAIN, KUBECTL, NMO, USERS, Tools
+from peer_operator import Operator
+from tools import DRAIN_TASK, K8S_DRAIN, KUBECTL, LABELS, NMO, OPERATOR, USERS, Tools
 from topology import KWOK_ANNOTATION, WORKER_ROLE, WORLD_LABEL, World, node_ready, wait_for
 
 DRAIN_TOOLS = [NMO, KUBECTL, K8S_DRAIN]
@@ -267,12 +268,29 @@ def rollout_rows(ctx: Context, scenario: str) -> List[Row]:
             measured(ctx, row, lambda t=tool, i=inventory: ctx.tools.rollout(t, i, "workers", 3600))
             if tool == NMO and row.wall is not None and "drain_elapsed" in row.extra:
                 row.extra["overhead_per_node"] = round((row.wall - row.extra["drain_elapsed"]) / n, 2)
+            tasks_per_node(row, n)
             row.extra["left_cordoned"] = [w for w in world.workers if unschedulable(world, w)]
             if row.requests is not None:
                 per_node(row, n)
         finally:
             cleanup(ctx, world)
     return rows
+
+
+def tasks_per_node(row: Row, nodes: int) -> None:
+    """B4: the task results of the whole run (every play, the run's own tasks included) a node:
+    what the orchestration's cost follows. Skipped tasks are counted apart: they cost less."""
+    results = row.extra.get("task_results") or {}
+    counts: Dict[str, int] = {}
+    for by_status in results.values():
+        for status, count in by_status.items():
+            counts[status] = counts.get(status, 0) + count
+    if not counts:
+        return
+    skipped = counts.get("skipped", 0)
+    row.extra["tasks_per_node"] = round((sum(counts.values()) - skipped) / nodes, 1)
+    row.extra["skipped_tasks_per_node"] = round(skipped / nodes, 1)
+    row.extra["task_results_total"] = counts
 
 
 def per_node(row: Row, nodes: int) -> None:
@@ -552,4 +570,126 @@ def node_lease_seconds() -> Optional[int]:
     return None
 
 
-SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}
+# -- B7: the Node Maintenance Operator itself, side by side (issue 24) --------------------------------
+B7_BUDGETS: List[Tuple[str, Optional[str]]] = [("no budget", None), ("25% PDB", "25%")]
+B7_SPARES = 2  # nodes beside the maintained one, where the replacements go
+
+
+def fill_b7(world: World, node: str, prefix: str, pods: int, parts: int, budget: Optional[str]) -> int:
+    """``pods`` replicas of ``parts`` Deployments on ``node``, each behind a PDB of
+    ``maxUnavailable: budget`` when there is one."""
+    apps = {f"{prefix}-{name}": count for name, count in spread(pods, parts).items()}
+    held = fill_node(world, node, apps)
+    if budget:
+        for app in apps:
+            world.pdb(app, app, max_unavailable=budget)
+    return held
+
+
+def per_pod(row: Row) -> None:
+    """B7's figures a pod: the drain in milliseconds, and the requests."""
+    pods = row.pods or 0
+    drain = row.extra.get("drain_elapsed")
+    if pods and drain is not None:
+        row.extra["drain_ms_per_pod"] = round(1000 * float(drain) / pods, 1)
+    if pods and row.requests is not None:
+        row.extra["requests_per_pod"] = round(row.requests / pods, 2)
+    # the drain's own share: NMO's requests until it wrote Succeeded, ours the drain task's
+    # (the rest of ours is mostly the pre-flight's one dry-run eviction a pod)
+    by_task = row.extra.get("requests_by_task") or {}
+    drain = (row.extra.get("requests_to_succeeded") if row.tool == OPERATOR else
+             sum(sum(c.values()) for task, c in by_task.items() if task.endswith(DRAIN_TASK)) or None)
+    if pods and drain:
+        row.extra["drain_requests"] = drain
+        row.extra["drain_requests_per_pod"] = round(drain / pods, 2)
+    preflight = sum(sum(c.values()) for task, c in by_task.items() if "Preflight |" in task)
+    if preflight:
+        row.extra["preflight_requests"] = preflight
+
+
+def b7_operator(ctx: Context, operator: Operator, world: World, node: str, row: Row) -> None:
+    """NMO maintains ``node``: a NodeMaintenance to Succeeded (the drain), then deleted."""
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    run = operator.maintain(ctx.client, ctx.audit, node, f"{world.id}-b7", timeout=600)
+    row.extra["loadavg_before_after"] = [load_before, [round(x, 2) for x in os.getloadavg()]]
+    row.rc = 0
+    row.wall = round(run.drain_s, 2)  # NMO's maintenance ends at Succeeded: the node stays drained
+    row.extra["drain_elapsed"] = round(run.drain_s, 2)
+    row.extra["released_after_delete"] = round(run.released - run.succeeded, 2) if run.released else None
+    whole = run.requests()
+    row.requests = whole.total
+    row.extra["requests_to_succeeded"] = run.requests(until=run.succeeded).total
+    row.extra["requests_detail"] = whole.as_dict()
+    row.extra["timeline"] = run.timeline()
+    row.extra["nm_status"] = {k: run.status.get(k) for k in ("totalpods", "evictionPods", "drainProgress",
+                                                                  "lastError", "lastUpdate")}
+    row.extra["pods_left_on_node"] = len([p for p in world.pods(node=node)
+                                          if not p["metadata"].get("deletionTimestamp")])
+    row.peak_rss_mib = operator.peak_rss_mib()
+    if run.released is None:
+        row.note = "NodeMaintenance still there 120 s after its deletion"
+    ctx.log(f"  B7 {row.case} {LABELS[OPERATOR]}: drain {row.wall} s, {row.requests} requests "
+            f"({row.extra['requests_to_succeeded']} to Succeeded), released "
+            f"{row.extra['released_after_delete']} s after the deletion; load {load_before[0]}")
+
+
+def b7(ctx: Context) -> List[Row]:
+    """The same world shape, the same pods: NMO first (up for it alone), then the role
+    standalone with NMO down, so that no NodeMaintenance of ours is ever NMO's to act on."""
+    sizes = ctx.sizes
+    cases = [(f"{sizes.pods} pods, {label}", budget) for label, budget in B7_BUDGETS]
+    theirs = {case: Row("B7", case, OPERATOR, nodes=1, extra={"budget": budget}) for case, budget in cases}
+    ours = {case: Row("B7", case, NMO, nodes=1, extra={"budget": budget}) for case, budget in cases}
+    rows = [row for case, _budget in cases for row in (theirs[case], ours[case])
+            if not ctx.skips(row.tool)]
+    worlds: Dict[str, World] = {}
+
+    def world_for(case: str) -> World:
+        if case not in worlds:
+            worlds[case] = new_world(ctx)
+            worlds[case].add_nodes(workers=B7_SPARES, pods="500")
+        return worlds[case]
+
+    operator = Operator(ctx.tools.cluster, ctx.log)
+    try:
+        if not ctx.skips(OPERATOR):
+            with operator.running():
+                for case, budget in cases:
+                    if ctx.out_of_time():
+                        theirs[case].note = SKIPPED
+                        continue
+                    world = world_for(case)
+                    target = world.add_nodes(workers=1)[0]
+                    theirs[case].pods = fill_b7(world, target, "nmo", sizes.pods, sizes.deployments, budget)
+                    b7_operator(ctx, operator, world, target, theirs[case])
+                    per_pod(theirs[case])
+        # NMO is down now, its webhook unregistered: the role's NodeMaintenance is nobody
+        # else's (and standalone with NMO running would stop before anything is written).
+        for case, budget in cases:
+            if ctx.skips(NMO):
+                continue
+            if ctx.out_of_time():
+                ours[case].note = SKIPPED
+                continue
+            world = world_for(case)
+            target = world.add_nodes(workers=1)[0]
+            ours[case].pods = fill_b7(world, target, "ours", sizes.pods, sizes.deployments, budget)
+            inventory = write_inventory(ctx, world, [target], "b7")
+            measured(ctx, ours[case], lambda i=inventory, n=target: ctx.tools.rollout(
+                NMO, i, n, 900, extra_vars={"node_maintenance_mode": "standalone"}))
+            ours[case].extra["left_cordoned"] = unschedulable(world, target)
+            per_pod(ours[case])
+    finally:
+        if operator.is_up:
+            operator.down(keep_crd=True)
+        for world in worlds.values():
+            cleanup(ctx, world)
+        try:  # NMO's CRD goes when `up` installed it and no NodeMaintenance is left
+            operator.down(keep_crd=False)
+        except Exception as exc:  # reported, not fatal to the figures
+            ctx.log(f"  hack/medik8s down: {exc}")
+    return rows
+
+
+SCENARIOS: Dict[str, Callable[[Context], List[Row]]] = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6,
+                                                        "B7": b7}

@@ -3,6 +3,8 @@
 - ``nmo``: this collection (nmo_cordon + nmo_drain, or playbooks/maintenance.yml), user bench-nmo
 - ``kubectl``: the kubectl built with the cluster, user bench-kubectl
 - ``k8s_drain``: kubernetes.core.k8s_drain from the ``ansible`` package, user bench-k8s-drain
+- ``nmo_operator`` (B7 only): the Node Maintenance Operator v0.17.0 (hack/medik8s), as its
+  ServiceAccount (bench/peer_operator.py)
 Every Ansible run uses the benchmark's own virtual environment (bench/.venv), so ours and
 kubernetes.core run on the same ansible-core and Python.
 """
@@ -27,8 +29,9 @@ PLAYBOOKS = BENCH / "playbooks"
 VENV_BIN = Path(sys.executable).parent
 
 NMO, KUBECTL, K8S_DRAIN = "nmo", "kubectl", "k8s_drain"
+OPERATOR = "nmo_operator"  # B7: the Node Maintenance Operator itself, as its ServiceAccount (peer_operator.py)
 USERS = {NMO: "bench-nmo", KUBECTL: "bench-kubectl", K8S_DRAIN: "bench-k8s-drain"}
-LABELS = {NMO: "nmo.maintenance", KUBECTL: "kubectl drain", K8S_DRAIN: "k8s_drain"}
+LABELS = {NMO: "nmo.maintenance", KUBECTL: "kubectl drain", K8S_DRAIN: "k8s_drain", OPERATOR: "NMO v0.17.0"}
 
 
 def slowest_tasks(stdout: str) -> List[str]:
@@ -107,6 +110,18 @@ def requests_by_task(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, int]]
     return found
 
 
+def task_results(records: List[Dict[str, Any]]) -> Dict[str, Dict[str, int]]:
+    """Each host's task results by status (ok, failed, skipped, ...), from the nmo_record
+    callback: one result a task and host, so a task delegated to localhost counts for the
+    node it runs for, and an include, which has no result, does not count."""
+    found: Dict[str, Dict[str, int]] = {}
+    for record in records:
+        host = found.setdefault(str(record.get("host", "?")), {})
+        status = str(record.get("status", "?"))
+        host[status] = host.get(status, 0) + 1
+    return found
+
+
 @dataclass
 class Tools:
     cluster: Dict[str, str]
@@ -151,6 +166,7 @@ class Tools:
             records = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
         run.extra["records"] = records
         run.extra["tasks"] = len(records)
+        run.extra["task_results"] = task_results(records)
         run.extra["requests_by_task"] = requests_by_task(records)
         run.extra["slowest_tasks"] = slowest_tasks(run.stdout)
         return run
@@ -176,7 +192,8 @@ class Tools:
         return run
 
     # -- rolling maintenance (B4, B5) -------------------------------------------------------------
-    def rollout(self, tool: str, inventory: str, limit: str, timeout: float, node: Optional[str] = None) -> Run:
+    def rollout(self, tool: str, inventory: str, limit: str, timeout: float, node: Optional[str] = None,
+                extra_vars: Optional[Dict[str, Any]] = None) -> Run:
         if tool == KUBECTL:
             assert node, "kubectl maintains one named node"
             kubectl = f"{self.kubectl} --kubeconfig {self.kubeconfigs[KUBECTL]}"
@@ -185,7 +202,8 @@ class Tools:
             env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
             return run_measured(["/bin/sh", "-c", script], env, timeout + 30)
         book = ROOT / "playbooks" / "maintenance.yml" if tool == NMO else PLAYBOOKS / "k8s_drain_rollout.yml"
-        run = self.playbook(tool, book, ["-i", inventory, "-l", limit], timeout)
+        args = ["-i", inventory, "-l", limit] + (["-e", json.dumps(extra_vars)] if extra_vars else [])
+        run = self.playbook(tool, book, args, timeout)
         if tool == NMO:
             drains = [r["result"] for r in run.extra["records"] if r["task"].endswith(DRAIN_TASK)]
             run.extra["drains"] = len(drains)

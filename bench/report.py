@@ -160,6 +160,10 @@ def targets(rows: List[Row]) -> List[Dict[str, Any]]:
         budget = ours.extra.get("budget")
         if not peer or peer.rc is None:
             continue
+        if ours.extra.get("preflight") == "off":  # the figure that explains the requests, not a target of its own
+            found.append(_check("B7", f"{ours.case}, pre-flight off: requests a pod / NMO's",
+                                _extra_ratio(ours, peer, "requests_per_pod"), 1.0))
+            continue
         found.append(_check("B7", f"{ours.case}: drain time / NMO's", _extra_ratio(ours, peer, "drain_elapsed"),
                             1.0 if budget else 0.5))
         found.append(_check("B7", f"{ours.case}: requests a pod / NMO's", _extra_ratio(ours, peer, "requests_per_pod"),

@@ -158,6 +158,14 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+  requests_before:
+    description:
+      - The RV(api_requests_by) of the node's earlier calls (the begin, the drain, the Ready
+        wait), when this call finishes the node (O(state=absent) or O(state=failed)). They are returned
+        with this call's own added, kind by kind, in RV(node_api_requests_by), where a node's
+        cost went in one place.
+    type: list
+    elements: dict
   held_leases:
     description:
       - With O(state=absent), which leases the run O(run_id) must still hold for the node before
@@ -316,6 +324,14 @@ events:
   returned: always
   type: list
   elements: dict
+node_api_requests:
+  description: With O(requests_before), the node's requests in all (those given and this call's).
+  returned: with requests_before
+  type: int
+node_api_requests_by:
+  description: With O(requests_before), the same by kind (C(verb resource)).
+  returned: with requests_before
+  type: dict
 api_requests:
   description: Requests made to the API server.
   returned: always
@@ -350,7 +366,7 @@ def begin(client, opts, check_mode, when_owned):
             raise
         left = plan.owned_by(opts.node, exc.details["owner_run"] or "")
         return {"changed": False, "node": opts.node, "state": "present", "run": opts.run_id, "reached": [],
-                "maintenance": {"name": exc.details.get("maintenance") or ""}, "left_to": left.owner,
+                "maintenance": {}, "left_to": left.owner,
                 "plan": left.plan, "say": left.say, "outcome": left.outcome, "held_leases": runs.HELD_NONE,
                 "waited": 0.0, "events": [], "diff": {"before": {}, "after": {}}}
 
@@ -393,6 +409,7 @@ ARGUMENT_SPEC = {
     "drained": {"type": "bool", "default": False},
     "mode": {"type": "str", "choices": ["standalone", "operator"]},
     "when_owned": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    "requests_before": {"type": "list", "elements": "dict"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
 
 

@@ -109,6 +109,10 @@ resume:
   description: With O(node), whether the node is in flight and not another live run's (the playbook finishes those first).
   returned: with node
   type: bool
+planned_at:
+  description: With O(node), when the plan was made (seconds since the epoch, the controller's clock).
+  returned: with node
+  type: float
 report:
   description: With O(node), where the node stands (as M(nmo.maintenance.nmo_info) reports it).
   returned: with node
@@ -163,7 +167,8 @@ def core(client, params, check_mode):
         report = params["report"]
         if report is None:
             report = describe(client, params["node"], label_key=params["label_key"], events_limit=0)[0]
-        return {"changed": False, **entry(plan_of(params["node"], report), report)}
+        # planned_at: when the node's turn began (the summary's seconds count from it)
+        return {"changed": False, **entry(plan_of(params["node"], report), report), "planned_at": now.timestamp()}
     reports = describe(client, label_key=params["label_key"], events_limit=0, only=params["nodes"])
     by_name = {r["node"]: r for r in reports}
     plans = {name: entry(plan_of(name, by_name.get(name, {})), by_name.get(name, {}))

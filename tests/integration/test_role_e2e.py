@@ -247,7 +247,7 @@ def test_campaign_skips_finished_nodes_and_the_window_end_starts_none(cluster, w
                      extra_vars={"node_maintenance_window_end": past})
     assert second.proc.returncode == 0, second.output[-3000:]
     assert nodes.order == [], "a node was started"
-    plans = {r["host"]: r["result"]["ansible_facts"]["node_maintenance_plan"]
+    plans = {r["host"]: r["result"]["plan"]
              for r in second.task("Look | Decide what to do with the node")}
     assert plans == {w1: "skip-done", w2: "skip-window"}
     assert cluster.client.get_or_none(f"{NM_API}/{nm_name(w2)}") is None

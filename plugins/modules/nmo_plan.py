@@ -6,7 +6,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: nmo_plan
 short_description: What a run does with each node, decided by one rule
-version_added: "0.6.0"
+version_added: "0.2.0"
 description:
   - For one node or several, says what the run O(run_id) does with it, from where it stands
     (the report of M(nmo.maintenance.nmo_info)), the campaign and the window's end.

@@ -9,7 +9,7 @@ groups of a spec are in ``specs.py``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -40,7 +40,19 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
     result.setdefault("changed", False)
     result.setdefault("api_requests", client.requests)
     result.setdefault("api_requests_by", client.requests_since(mark))
+    if params.get("requests_before") is not None:  # the call that finishes a node: its total
+        result["node_api_requests_by"] = added(list(params["requests_before"]) + [result["api_requests_by"]])
+        result["node_api_requests"] = sum(result["node_api_requests_by"].values())
     return result
+
+
+def added(counts: List[Dict[str, int]]) -> Dict[str, int]:
+    """Requests by kind of several calls, summed kind by kind."""
+    total: Dict[str, int] = {}
+    for by_kind in counts:
+        for kind, number in (by_kind or {}).items():
+            total[kind] = total.get(kind, 0) + int(number)
+    return dict(sorted(total.items()))
 
 
 def run(argument_spec: Dict[str, Any], core: CoreFunction, pool_size: Optional[Callable[[Dict[str, Any]], int]] = None,

@@ -127,8 +127,9 @@ options:
         nothing, and follow the C(NodeMaintenance) by watch until NMO sets it C(Succeeded), with
         the same progress lines; fail with NMO's C(lastError) when it sets C(Failed), or at
         O(timeout) naming the pending pods.
+      - Omitted, as the run O(run_id) says (the mode its start wrote on the run lease); without
+        O(run_id), V(false).
     type: bool
-    default: false
 """
 
 EXAMPLES = r"""
@@ -272,7 +273,7 @@ status:
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
 
 
@@ -282,7 +283,10 @@ def core(client, params, check_mode):
     if params["validate_only"]:
         opts.validate()
         return {"changed": False, "node": opts.node, "validated": True}
-    if params["operator"]:
+    with_operator = params["operator"]
+    if with_operator is None:
+        with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
+    if with_operator:
         return operator.follow_drain(client, opts, check_mode)
     return drain(client, opts, check_mode)
 
@@ -300,7 +304,7 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"},
     "validate_only": {"type": "bool", "default": False},
-    "operator": {"type": "bool", "default": False}}
+    "operator": {"type": "bool"}}
 
 
 def main():

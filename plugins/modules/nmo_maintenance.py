@@ -142,9 +142,30 @@ options:
       - In operator mode a C(NodeMaintenance) that this collection did not make is never
         adopted, and the ones NMO works on for others count against O(concurrency).
       - M(nmo.maintenance.nmo_run) tells which mode applies (the role's C(node_maintenance_mode)).
+        Omitted, the mode of the run O(run_id) as its start wrote it on the run lease (what
+        M(nmo.maintenance.nmo_run) found, when the lease says none, as in check mode); without
+        O(run_id), V(standalone).
     type: str
     choices: [standalone, operator]
-    default: standalone
+  when_owned:
+    description:
+      - With O(state=present), what to do when the node's C(NodeMaintenance) is held by another
+        run that is alive (or, in operator mode, was made by someone else for NMO), the same
+        rule M(nmo.maintenance.nmo_plan) applies before. V(fail), the task fails and says so
+        (RV(owner_run)). V(skip), nothing is written and the task succeeds, unchanged, with
+        RV(left_to), RV(plan) V(skip-owned), RV(say) and RV(outcome). A run that took the
+        node after the look is answered as the look would have.
+    type: str
+    choices: [fail, skip]
+    default: fail
+  requests_before:
+    description:
+      - The RV(api_requests_by) of the node's earlier calls (the begin, the drain, the Ready
+        wait), when this call finishes the node (O(state=absent) or O(state=failed)). They are returned
+        with this call's own added, kind by kind, in RV(node_api_requests_by), where a node's
+        cost went in one place.
+    type: list
+    elements: dict
   held_leases:
     description:
       - With O(state=absent), which leases the run O(run_id) must still hold for the node before
@@ -208,8 +229,26 @@ node_deleted:
   returned: when the node is gone (state=absent, state=failed)
   type: bool
 left_to:
-  description: The run, alive, that holds the maintenance now; nothing was done for it.
-  returned: state=failed
+  description:
+    - The run, alive, that holds the maintenance now; nothing was done for it. Empty for a
+      C(NodeMaintenance) that NMO maintains for someone else (O(state=present), operator mode).
+  returned: state=failed; state=present with O(when_owned=skip) when the node is another's
+  type: str
+plan:
+  description: V(skip-owned), the node is another's (M(nmo.maintenance.nmo_plan)'s plan for it).
+  returned: state=present with O(when_owned=skip) when the node is another's
+  type: str
+say:
+  description: Why the node is left alone, as M(nmo.maintenance.nmo_plan) says it.
+  returned: state=present with O(when_owned=skip) when the node is another's
+  type: str
+outcome:
+  description: The node's result for a run's summary (C(skipped (in maintenance by run X, alive))).
+  returned: state=present with O(when_owned=skip) when the node is another's
+  type: str
+owner_run:
+  description: With O(when_owned=fail), the live run that holds the node (the task fails).
+  returned: failure, when the node is another's
   type: str
 kept:
   description: Whether the node was kept out of service (cordoned, tainted, its leases held) by the policy.
@@ -285,6 +324,14 @@ events:
   returned: always
   type: list
   elements: dict
+node_api_requests:
+  description: With O(requests_before), the node's requests in all (those given and this call's).
+  returned: with requests_before
+  type: int
+node_api_requests_by:
+  description: With O(requests_before), the same by kind (C(verb resource)).
+  returned: with requests_before
+  type: dict
 api_requests:
   description: Requests made to the API server.
   returned: always
@@ -297,18 +344,41 @@ api_requests_by:
   type: dict
 """
 
+from dataclasses import replace
+
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, plan
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle, operator, run_start
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
+
+
+def begin(client, opts, check_mode, when_owned):
+    """The begin; with when_owned=skip, a node another live run holds (found as it begins: the
+    same rule as the plan, at the moment of the write) is a clean answer, not a failure."""
+    try:
+        return lifecycle.begin(client, opts, check_mode)
+    except runs.OwnedByLiveRun as exc:
+        # only the refusal before any write names the owner (a lost adoption race does not)
+        if when_owned != "skip" or "owner_run" not in exc.details or exc.details.get("reached"):
+            raise
+        left = plan.owned_by(opts.node, exc.details["owner_run"] or "")
+        return {"changed": False, "node": opts.node, "state": "present", "run": opts.run_id, "reached": [],
+                "maintenance": {}, "left_to": left.owner,
+                "plan": left.plan, "say": left.say, "outcome": left.outcome, "held_leases": runs.HELD_NONE,
+                "waited": 0.0, "events": [], "diff": {"before": {}, "after": {}}}
 
 
 def core(client, params, check_mode):
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
-                             run_id=params["run_id"] or "", mode=params["mode"], held_leases=params["held_leases"])
+                             run_id=params["run_id"] or "", mode=params["mode"] or operator.STANDALONE,
+                             held_leases=params["held_leases"])
+    if params["mode"] is None and opts.run_id:
+        opts.validate()  # a bad option is said before the run lease is read for the run's mode
+        opts = replace(opts, mode=run_start.run_mode(client, opts.run_id))
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
     if params["state"] == "failed":
@@ -316,7 +386,7 @@ def core(client, params, check_mode):
         phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
         return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode,
                                 policy=params["policy"], phase=phase)
-    return lifecycle.begin(client, opts, check_mode)
+    return begin(client, opts, check_mode, params["when_owned"])
 
 
 ARGUMENT_SPEC = {
@@ -336,7 +406,9 @@ ARGUMENT_SPEC = {
     "phase": {"type": "str", "choices": list(failure.PHASES)},
     "failed_task": {"type": "str", "default": ""},
     "drained": {"type": "bool", "default": False},
-    "mode": {"type": "str", "choices": ["standalone", "operator"], "default": "standalone"},
+    "mode": {"type": "str", "choices": ["standalone", "operator"]},
+    "when_owned": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+    "requests_before": {"type": "list", "elements": "dict"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
 
 

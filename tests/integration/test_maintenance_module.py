@@ -9,6 +9,7 @@ from topology import WORLD_LABEL
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
 from .maintenance_support import (
     leases_naming,
@@ -203,3 +204,49 @@ def test_a_secret_option_is_masked_on_both_paths(cluster):
         assert result.get("failed"), result
         assert secret not in str({k: v for k, v in result.items() if k != "_stdout"}) and secret not in result["_stdout"]
         assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", env
+
+
+def live_run(cluster: Any, run_id: str, mode: str = "") -> None:
+    """A run lease, valid for a minute, as a run's start leaves it (no heartbeat: the test is shorter)."""
+    leases.ensure_namespace(cluster.client)
+    runs.start(cluster.client, run_id, controller=f"test/{run_id}", mode=mode)
+
+
+def test_a_node_another_live_run_holds_is_left_to_it_failed_or_skipped_as_asked(cluster, world):
+    (node,) = world.add_nodes(workers=1)
+    run_a, run_b = f"a-{world.id}", f"b-{world.id}"
+    live_run(cluster, run_a)
+    live_run(cluster, run_b)
+    begun = run_module("nmo_maintenance", args(world, node, run_id=run_a, wait=False), cluster.kubeconfig)
+    assert begun["changed"] and not begun.get("failed"), begun.get("msg")
+
+    refused = run_module("nmo_maintenance", args(world, node, run_id=run_b, wait=False), cluster.kubeconfig)
+    assert refused.get("failed") and refused["owner_run"] == run_a, refused
+    skipped = run_module("nmo_maintenance", args(world, node, run_id=run_b, wait=False, when_owned="skip"),
+                         cluster.kubeconfig)
+    assert not skipped.get("failed") and not skipped["changed"], skipped
+    assert (skipped["plan"], skipped["left_to"], skipped["reached"]) == ("skip-owned", run_a, []), skipped
+    assert skipped["say"] == (f"{node} is in maintenance by run {run_a}, which is alive (its run lease is being "
+                              "renewed): left to that run, not adopted.")
+    assert skipped["outcome"] == f"skipped (in maintenance by run {run_a}, alive)"
+    assert maintenance_of(cluster.client, node)["metadata"]["annotations"][leases.RUN_ANNOTATION] == run_a
+
+    ended = run_module("nmo_maintenance", args(world, node, run_id=run_a, state="absent"), cluster.kubeconfig)
+    assert ended["changed"] and not ended.get("failed"), ended.get("msg")
+    wait_clean(cluster.client, [node])
+    assert runs.stop(cluster.client, run_a) and runs.stop(cluster.client, run_b)
+
+
+def test_the_mode_is_the_one_the_run_lease_says(cluster, world):
+    """Given only the run id, the begin works in the mode the run's start wrote on its run lease."""
+    (node,) = world.add_nodes(workers=1)
+    run_id = f"op-{world.id}"
+    live_run(cluster, run_id, mode="operator")
+    begun = run_module("nmo_maintenance", args(world, node, run_id=run_id, wait=False), cluster.kubeconfig)
+    assert not begun.get("failed") and begun["mode"] == "operator", begun
+    assert node_clean(cluster.client, node) is None, "operator mode: the node is NMO's to cordon, not ours"
+    ended = run_module("nmo_maintenance", args(world, node, run_id=run_id, state="absent"), cluster.kubeconfig)
+    assert not ended.get("failed") and ended["mode"] == "operator", ended
+    assert maintenance_of(cluster.client, node) is None
+    assert leases_naming(cluster.client, [node], f"t{world.id}-slot") == []
+    assert runs.stop(cluster.client, run_id)

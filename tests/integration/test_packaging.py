@@ -24,7 +24,7 @@ def test_build_install_and_document(tmp_path):
                    capture_output=True, text=True, check=True, env=env)
     doc = subprocess.run([str(BIN / "ansible-doc"), "-t", "module", "-l", "nmo.maintenance"],
                          capture_output=True, text=True, check=True, env=env).stdout
-    for module in ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight",
+    for module in ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_plan", "nmo_lease", "nmo_drain", "nmo_preflight",
                    "nmo_maintenance"):
         assert f"nmo.maintenance.{module}" in doc
     assert (target / "ansible_collections" / "nmo" / "maintenance" / "roles" / "node_maintenance").is_dir()

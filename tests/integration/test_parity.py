@@ -19,7 +19,7 @@ from helpers import run_playbook
 
 pytestmark = [pytest.mark.cluster]
 
-MODULES = ["nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight",
+MODULES = ["nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_plan", "nmo_lease", "nmo_drain", "nmo_preflight",
            "nmo_maintenance"]
 PATHS = {"in_process": {}, "shipped": {"NMO_MAINTENANCE_IN_PROCESS": "false"}}
 SECRET = "parity-token-0f3c9a"  # an api_key nobody may see
@@ -43,6 +43,7 @@ def tasks(node: str, prefix: str) -> List[Dict[str, Any]]:
                                           "verify_ssl": True}),
         task("info api_key", "nmo_info", {"node": node, "api_key": "{{ parity_key }}"}),
         task("info bad type", "nmo_info", {"node": node, "events_limit": "many"}),
+        task("plan", "nmo_plan", {"node": node, "campaign": "parity"}),
         task("taint check", "nmo_taint", {"node": node}, **check),
         task("cordon check", "nmo_cordon", {"node": node}, **check),
         task("nm check", "nmo_crd", {"node": node, "reason": "parity"}, **check),
@@ -109,6 +110,7 @@ def check_path(cluster, run, node: str, path: str) -> Dict[str, Dict[str, Any]]:
     # the value is named from ansible-core 2.17 on; 2.16 names only its type
     assert "events_limit" in r["info bad type"]["msg"] and "many" in r["info bad type"]["msg"] \
         or "cannot be converted to an int" in r["info bad type"]["msg"], r["info bad type"]["msg"]
+    assert (r["plan"]["plan"], r["plan"]["resume"], r["plan"]["report"]["node"]) == ("full", False, node), r["plan"]
     assert r["taint check"]["changed"] and r["taint check"]["diff"]["after"]["taints"]
     assert r["cordon check"]["changed"] and r["cordon check"]["diff"]["after"]["unschedulable"] is True
     assert r["taint"]["changed"] and not r["taint again"]["changed"]

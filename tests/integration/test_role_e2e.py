@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import run_module
 from topology import wait_for
 
@@ -247,7 +248,7 @@ def test_campaign_skips_finished_nodes_and_the_window_end_starts_none(cluster, w
                      extra_vars={"node_maintenance_window_end": past})
     assert second.proc.returncode == 0, second.output[-3000:]
     assert nodes.order == [], "a node was started"
-    plans = {r["host"]: r["result"]["ansible_facts"]["node_maintenance_plan"]
+    plans = {r["host"]: r["result"]["plan"]
              for r in second.task("Look | Decide what to do with the node")}
     assert plans == {w1: "skip-done", w2: "skip-window"}
     assert cluster.client.get_or_none(f"{NM_API}/{nm_name(w2)}") is None
@@ -263,3 +264,27 @@ def test_a_play_with_become_still_makes_its_api_calls_without_it(cluster, world,
     assert result.proc.returncode == 0, result.output[-4000:]
     assert_nothing_left(cluster, world, world.nodes)
     assert all("Drain" in reasons_of(cluster.client, nm_name(w)) for w in world.workers)
+
+
+def test_the_role_alone_in_batches_starts_one_run_and_checks_each_node_once(cluster, world, user, tmp_path):
+    """Without the maintenance playbook (a play of its own, serial 1): the first batch starts the
+    run, the second finds its id; each node's files are checked once, by its own batch."""
+    world.add_nodes(workers=2)
+    world.deployment("web", 2)
+    inventory = write_inventory(world, tmp_path)
+    play = tmp_path / "alone.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "workers", "gather_facts": False, "serial": 1,
+                                     "roles": ["nmo.maintenance.node_maintenance"]}]))
+    result = run(str(play), inventory, user.kubeconfig)
+    assert result.proc.returncode == 0, result.output[-3000:]
+
+    started = result.task("Run | Start this run (id, run lease, heartbeat on the controller)")
+    assert [r["status"] for r in started] == ["ok", "skipped"], started
+    given = [r["result"]["ansible_facts"]["node_maintenance_current_run"]
+             for r in result.task("Run | Its id for every node of this play or batch")]
+    assert given == [started[0]["result"]["run"]] * 2, given
+    checked = result.task("Check files | The options as given, and the hook and gate files exist and load as task lists")
+    assert [r["host"] for r in checked] == world.workers
+    ended = result.task("End | Uncordon, remove the label and the taints, release the leases, delete the NodeMaintenance")
+    assert [r["host"] for r in ended if r["status"] == "ok"] == world.workers
+    assert_nothing_left(cluster, world, world.workers)

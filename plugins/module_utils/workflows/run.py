@@ -35,6 +35,9 @@ from ..stores import leases as lease_store
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
+# who does the node work in this run (standalone | operator), decided once by the start: the
+# modules of the run read it here, so the playbook carries only the run id between plays
+MODE_ANNOTATION = "nmo.maintenance/mode"
 RUN_LEASE_PREFIX = leases.RUN_LEASE_PREFIX
 RUN_LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "run"}
 # A run lease lapses this long after its heartbeat stopped (the controller's host died
@@ -194,8 +197,14 @@ def is_alive(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPAC
     return leases.is_valid(read_lease(client, run_id, namespace), client.server_now())
 
 
+def mode_of(lease: Optional[leases.Lease]) -> str:
+    """The mode the run lease says its run works in; "" when it says none (no lease, or one
+    started by an older release)."""
+    return ((lease or {}).get("metadata", {}).get("annotations") or {}).get(MODE_ANNOTATION) or ""
+
+
 def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,
-          duration: int = RUN_LEASE_DURATION) -> leases.Lease:
+          duration: int = RUN_LEASE_DURATION, mode: str = "") -> leases.Lease:
     """Create (or take back after a lapse) the run lease; refused when another live process holds the id."""
     validate_id(run_id)
     name = lease_name(run_id)
@@ -211,6 +220,8 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
         else:
             body = leases.new_lease(name, namespace, run_id, duration, now, None, RUN_LABELS)
         body["metadata"].setdefault("annotations", {})[CONTROLLER_ANNOTATION] = controller
+        if mode:
+            body["metadata"]["annotations"][MODE_ANNOTATION] = mode
         try:
             return lease_store.write(client, body, current)
         except Conflict:

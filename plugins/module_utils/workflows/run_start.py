@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from ..api import server
 from ..api.client import Client, ConnectionOptions
@@ -39,7 +39,7 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     if check_mode:
         return result
     lease_store.ensure_namespace(client)
-    run.start(client, run_id, controller, duration=duration)
+    run.start(client, run_id, controller, duration=duration, mode=mode)
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration)
     result["changed"] = True
@@ -53,3 +53,14 @@ def stop(client: Client, params: Dict[str, Any], check_mode: bool) -> Dict[str, 
     held = run.read_lease(client, run_id) is not None
     changed = held if check_mode else run.stop(client, run_id)
     return {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}", "changed": changed}
+
+
+def run_mode(client: Client, run_id: Optional[str]) -> str:
+    """The mode of run ``run_id`` as its start wrote it on the run lease, so that only the id
+    travels between plays. Without a run, standalone (a module used on its own); with a run
+    lease that says none (check mode writes no lease), the mode a start with V(auto) finds:
+    the start refused any other combination, so it is the run's."""
+    if not run_id:
+        return operator.STANDALONE
+    said = run.mode_of(run.read_lease(client, run.validate_id(run_id)))
+    return said or operator.resolve(operator.AUTO, operator.detect(client))

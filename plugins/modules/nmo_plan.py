@@ -140,11 +140,11 @@ from datetime import datetime, timezone
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, missing
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import plan as planner
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
 from ansible_collections.nmo.maintenance.plugins.module_utils.role_inputs import window_end
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, missing
 
 
 def entry(planned, report):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict
 
 import pytest
+import role_docs  # hack/role_docs.py (tests/conftest.py puts hack/ on the path)
 import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs, specs
@@ -191,8 +192,8 @@ def test_where_the_roles_drain_differs_it_says_why() -> None:
 
 def test_the_roles_readme_shows_the_drain_dict_as_the_spec_has_it() -> None:
     readme = (ROOT / "roles/node_maintenance/README.md").read_text()
-    table = readme.split("### The drain (`node_maintenance_drain`)", 1)[1].split("\n\n| key |", 1)[1]
-    rows = [line.split(" | ") for line in table.split("\n\n", 1)[0].splitlines()[2:]]
+    table = readme.split("### The drain (`node_maintenance_drain`)", 1)[1].split("| key | default |", 1)[1]
+    rows = [line.split(" | ") for line in table.split("\n<!--", 1)[0].splitlines()[2:]]
     shown = {cells[0].strip("| `"): cells[1].strip("`") for cells in rows}
     assert sorted(shown) == sorted(specs.DRAIN)
     for name, text in shown.items():
@@ -208,6 +209,14 @@ def test_the_roles_readme_shows_every_variable_with_its_default() -> None:
     assert sorted(shown) == sorted(current)
     for name, text in shown.items():
         assert (yaml.safe_load(text) if not text.startswith("{{") else text) == defaults[name], (name, text)
+
+
+def test_the_roles_drain_docs_are_what_hack_role_docs_writes() -> None:
+    """argument_specs.yml's sub-options and the README's table of node_maintenance_drain are
+    written from the doc fragment and the spec: a change there and not here fails."""
+    for path, render in ((role_docs.SPECS, role_docs.argument_specs), (role_docs.README, role_docs.readme)):
+        text = path.read_text()
+        assert render(text) == text, f"{path.name} is out of date: run hack/role_docs.py"
 
 
 def test_the_deprecated_drain_variables_are_null_and_name_their_key() -> None:

@@ -199,7 +199,8 @@ def why_shipped(core: Optional[capabilities.Capabilities] = None, environ: Optio
     return core.why_shipped(core_version)
 
 
-MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight", "nmo_maintenance")
+MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_lease", "nmo_drain", "nmo_preflight", "nmo_maintenance",
+           "nmo_recover")
 
 
 def preload() -> None:

@@ -143,9 +143,9 @@ def drain(values: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     for variable, key in DEPRECATED_DRAIN.items():
         if values.get(variable) is None:
             continue
+        # Ansible's display adds when it goes (REMOVED_IN, passed with the message)
         messages.append(f"{variable} is deprecated, give it as the key {key} of {DRAIN} "
-                        f"({DRAIN}: {{{key}: ...}}); {variable} goes in {REMOVED_IN}"
-                        + (f" (ignored here: {DRAIN}.{key} is given)" if key in given else ""))
+                        f"({DRAIN}: {{{key}: ...}})" + (f"; ignored here: {DRAIN}.{key} is given" if key in given else ""))
         merged[key] = values[variable]
     merged.update({key: value for key, value in given.items() if value is not None})
     return merged, messages

@@ -133,13 +133,11 @@ def test_the_drain_dict_is_the_roles_defaults_then_the_deprecated_variables_then
     assert facts["drain"] == {"timeout": 1800.0, "kubevirt": "migrate", "parallelism": 4, "retry_delay": "2"}
     assert facts["deprecations"] == [
         "node_maintenance_drain_parallelism is deprecated, give it as the key parallelism of node_maintenance_drain"
-        " (node_maintenance_drain: {parallelism: ...}); node_maintenance_drain_parallelism goes in 1.0.0"
-        " (ignored here: node_maintenance_drain.parallelism is given)",
+        " (node_maintenance_drain: {parallelism: ...}); ignored here: node_maintenance_drain.parallelism is given",
         "node_maintenance_drain_retry_delay is deprecated, give it as the key retry_delay of node_maintenance_drain"
-        " (node_maintenance_drain: {retry_delay: ...}); node_maintenance_drain_retry_delay goes in 1.0.0",
+        " (node_maintenance_drain: {retry_delay: ...})",
         "node_maintenance_kubevirt is deprecated, give it as the key kubevirt of node_maintenance_drain"
-        " (node_maintenance_drain: {kubevirt: ...}); node_maintenance_kubevirt goes in 1.0.0"
-        " (ignored here: node_maintenance_drain.kubevirt is given)"]
+        " (node_maintenance_drain: {kubevirt: ...}); ignored here: node_maintenance_drain.kubevirt is given"]
 
 
 def test_a_deprecated_timeout_replaces_the_roles_own():

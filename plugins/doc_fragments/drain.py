@@ -19,6 +19,8 @@ options:
         C(node_maintenance_drain) here whole). Each key has its default when left out.
       - When given, the same options at the top level (below, the form from before this option)
         are ignored, each one set with a warning that says so.
+      - M(nmo.maintenance.nmo_preflight) judges with the selection (O(drain.force) to O(drain.kubevirt))
+        and takes the drain's timing and fallback keys without using them, so that one dict serves both.
     type: dict
     suboptions:
       force:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Write the role's documentation of node_maintenance_drain from the modules' drain option.
 
 The keys of node_maintenance_drain are the sub-options of nmo_drain's ``drain``

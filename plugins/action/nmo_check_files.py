@@ -77,7 +77,11 @@ class ActionModule(ActionBase):
         what = "input check" if shapes else "task file check"
         if args.get("inputs") is not None:
             problems = shapes + problems
+            deprecations = facts.pop("deprecations", [])
             result["inputs"] = {"checked": len(args["inputs"]), **facts}
+            if deprecations:  # shown once a run: Ansible's display says a repeated one once
+                result["deprecations"] = [{"msg": text, "version": role_inputs.REMOVED_IN,
+                                           "collection_name": "nmo.maintenance"} for text in deprecations]
         if problems:
             result.update(failed=True, problems=problems,
                           msg=f"{what} failed, nothing was done to the node: " + " | ".join(problems))

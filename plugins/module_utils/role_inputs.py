@@ -19,12 +19,22 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import specs
 from .errors import InputError
 from .model import renewal
 
 Spec = Dict[str, Dict[str, Any]]
 
 LEASE_DURATION = "node_maintenance_lease_duration"
+# The drain options, one dict handed whole to nmo_drain and nmo_preflight (specs.DRAIN)
+DRAIN = "node_maintenance_drain"
+# Deprecated in 0.2.0, removed in 1.0.0: the drain options one variable each, as the role took
+# them before node_maintenance_drain. Frozen: a new drain option is a key of that dict only.
+DEPRECATED_DRAIN = {**{f"node_maintenance_drain_{name}": name for name in (
+    "force", "delete_emptydir_data", "ignore_daemonsets", "pod_selector", "grace_period", "timeout",
+    "disable_eviction", "delete_fallback_after", "skip_wait_for_delete_timeout", "parallelism", "retry_delay",
+    "returning_pod_evictions")}, "node_maintenance_kubevirt": "kubevirt"}
+REMOVED_IN = "1.0.0"
 WINDOW_END = "node_maintenance_window_end"
 # ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
 # and a zone, Z or an offset (+01:00, +0100)
@@ -72,6 +82,10 @@ def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
         elif wanted == "dict":
             if not isinstance(value, dict):
                 found.append(f"{name}: {kind(value)} was given ({_shown(value)}), a dict is needed")
+            elif option.get("options"):  # its keys as given too, each named as name.key
+                found += [f"{name}.{problem}" for problem in shape_problems(option["options"], value)]
+                found += [f"{name}.{key}: not an option of {name} (it takes {', '.join(sorted(option['options']))})"
+                          for key in value if key not in option["options"]]
         elif wanted in _SCALARS and wanted != "raw" and isinstance(value, (list, tuple, dict)):
             found.append(f"{name}: {kind(value)} was given ({_shown(value)}), {_article(wanted)} is needed")
     return found
@@ -118,11 +132,35 @@ def lease_duration(value: Any, option: str = LEASE_DURATION) -> None:
         raise InputError(short)
 
 
+def drain(values: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """(the drain dict the role hands to nmo_drain and nmo_preflight, deprecation messages).
+    The role's own defaults (specs.ROLE_DRAIN), then each deprecated variable that is set (not
+    null), then the keys of node_maintenance_drain, which win. A key left out of all three
+    gets the module's default there."""
+    given = values.get(DRAIN) or {}
+    merged = dict(specs.ROLE_DRAIN)
+    messages = []
+    for variable, key in DEPRECATED_DRAIN.items():
+        if values.get(variable) is None:
+            continue
+        # Ansible's display adds when it goes (REMOVED_IN, passed with the message)
+        messages.append(f"{variable} is deprecated, give it as the key {key} of {DRAIN} "
+                        f"({DRAIN}: {{{key}: ...}})" + (f"; ignored here: {DRAIN}.{key} is given" if key in given else ""))
+        merged[key] = values[variable]
+    merged.update({key: value for key, value in given.items() if value is not None})
+    return merged, messages
+
+
 def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) -> Tuple[List[str], Dict[str, Any]]:
     """(problems, facts): every problem of the role's inputs; facts for the role's later
-    tasks (the window's end as a UTC timestamp, and how long ago it was when in the past)."""
+    tasks (the window's end as a UTC timestamp, and how long ago it was when in the past;
+    the drain dict, ``drain``, and the deprecated variables given, ``deprecations``)."""
     problems = shape_problems(spec, values)
     facts: Dict[str, Any] = {}
+    if DRAIN in values and isinstance(values[DRAIN] or {}, dict):
+        facts["drain"], deprecations = drain(values)
+        if deprecations:
+            facts["deprecations"] = deprecations
     if LEASE_DURATION in values:
         try:
             lease_duration(values[LEASE_DURATION])

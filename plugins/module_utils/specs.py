@@ -10,17 +10,23 @@ of each in-process task.)
 
 - ``CONNECTION``: how to reach the API server (every module).
 - ``LEASE``: the slot, the node lease and the etcd guard (``nmo_lease``, ``nmo_maintenance``).
-- ``SELECTION``: which pods a drain takes and how (``nmo_drain``, ``nmo_preflight``).
+- ``SELECTION``: which pods a drain takes and how (``nmo_preflight`` uses only these).
+- ``DRAIN``: SELECTION plus the drain's timing, retry, fallback and returning-pod bound: the
+  sub-options of the ``drain`` option of ``nmo_drain`` and ``nmo_preflight`` (``DRAIN_OPTION``),
+  documented once by the ``drain`` doc fragment, which also documents the same options at the
+  top level (``FLAT_DRAIN``, the form from before ``drain``). ``drain_params`` merges the two.
+  ``ROLE_DRAIN`` is the role's own choice where it differs (its whole-node timeout).
 - ``EVENTS``: the events to record (``nmo_crd``, ``nmo_maintenance``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 from ansible.module_utils.common.parameters import env_fallback
 
 from .api.client import CONNECTION_ENV
+from .model.leases import SLOT_PREFIX
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -42,7 +48,7 @@ for _name, _env in CONNECTION_ENV.items():
 LEASE: Spec = {
     "concurrency": {"type": "int", "default": 1},
     "duration": {"type": "int", "default": 3600},
-    "slot_prefix": {"type": "str", "default": "nmo-maintenance-slot"},
+    "slot_prefix": {"type": "str", "default": SLOT_PREFIX},
     "wait": {"type": "bool", "default": False},
     "timeout": {"type": "float", "default": 600.0},
     "etcd_guard": {"type": "str", "choices": ["auto", "kubeadm", "openshift", "none"], "default": "auto"},
@@ -63,10 +69,26 @@ SELECTION: Spec = {
     "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"},
 }
 
-# nmo_drain's own options beside SELECTION (DrainOptions' defaults)
-DRAIN_TIMEOUT = 600.0
-DRAIN_RETRY_DELAY = 1.0
-DRAIN_RETURNING_POD_EVICTIONS = 3
+# The drain's options beyond the selection. Their defaults are DrainOptions' (drain/drain.py),
+# held to these by tests/unit/test_specs.py.
+DRAIN: Spec = {
+    **SELECTION,
+    "grace_period": {"type": "int"},
+    "timeout": {"type": "float", "default": 600.0},
+    "delete_fallback_after": {"type": "float"},
+    "retry_delay": {"type": "float", "default": 1.0},
+    "returning_pod_evictions": {"type": "int", "default": 3},
+}
+# The role's defaults where they are not the module's, on purpose: a whole node's drain (VMs
+# live-migrating, budgets letting one pod go at a time) gets half an hour. The role's
+# argument_specs.yml and README.md are checked against DRAIN with these applied.
+ROLE_DRAIN: Dict[str, Any] = {"timeout": 1800.0}
+
+DRAIN_OPTION: Spec = {"drain": {"type": "dict", "options": DRAIN}}
+# The same options at the top level, as modules took them before ``drain``. No default: a
+# value there is one the caller gave (``drain_params`` tells them apart by that).
+FLAT_DRAIN: Spec = {name: {key: value for key, value in option.items() if key != "default"}
+                    for name, option in DRAIN.items()}
 
 EVENTS: Spec = {
     "events": {"type": "list", "elements": "dict", "default": [], "options": {
@@ -78,5 +100,24 @@ EVENTS: Spec = {
 
 
 def pool_size(params: Dict[str, Any]) -> int:
-    """Connections for a module with SELECTION: its parallel requests plus the watch and a status write."""
-    return min(max(int(params["parallelism"] or 1), 1), 500) + 2  # checked later: never a huge pool first
+    """Connections for a module with DRAIN_OPTION: its parallel requests plus the watch and a status write."""
+    parallelism = drain_params(params)[0]["parallelism"]
+    return min(max(int(parallelism or 1), 1), 500) + 2  # checked later: never a huge pool first
+
+
+def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """(params, warnings): the module's parameters with the drain options at the top level, as
+    the core's options classes take them. ``drain``, when given, wins whole (Ansible has filled
+    its defaults in); the top-level options then are ignored, with a warning for each one set.
+    Without ``drain``, the top-level options given apply, the rest take DRAIN's defaults."""
+    given = params.get("drain")
+    flat = {name: params[name] for name in DRAIN if params.get(name) is not None}
+    merged = {name: option.get("default") for name, option in DRAIN.items()}
+    warnings: List[str] = []
+    if given is None:
+        merged.update(flat)
+    else:
+        merged.update(given)
+        warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
+                    for name in sorted(flat)]
+    return {**params, **merged}, warnings

@@ -106,6 +106,10 @@ inputs:
   description:
     - With O(inputs), how many were checked (C(checked)) and, when C(node_maintenance_window_end)
       is set, C(window_end) (C(at) in UTC, C(given), C(timestamp), and whether it C(ended) already).
+    - When C(node_maintenance_drain) is among them, C(drain), the dict the role hands to
+      M(nmo.maintenance.nmo_drain) and M(nmo.maintenance.nmo_preflight), made of the role's defaults, the
+      deprecated C(node_maintenance_drain_*) variables that are set (each with a deprecation
+      warning), then the keys of C(node_maintenance_drain), which win.
   returned: with inputs
   type: dict
 problems:

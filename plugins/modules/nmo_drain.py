@@ -10,20 +10,20 @@ version_added: "0.1.0"
 description:
   - Evicts the pods of a node the way C(kubectl drain --force --ignore-daemonsets --delete-emptydir-data)
     selects them, as the Node Maintenance Operator configures it; each of those defaults is an option.
-  - Skipped are mirror pods of static pods, DaemonSet pods, pods not matching O(pod_selector), and pods
-    terminating for longer than O(skip_wait_for_delete_timeout). Pods already terminating are waited for.
+  - Skipped are mirror pods of static pods, DaemonSet pods, pods not matching O(drain.pod_selector), and pods
+    terminating for longer than O(drain.skip_wait_for_delete_timeout). Pods already terminating are waited for.
     Finished pods (Succeeded, Failed) are deleted. Unmanaged and emptyDir pods are evicted.
-  - With O(force), O(delete_emptydir_data) or O(ignore_daemonsets) off, the pods each of them guards make
+  - With O(drain.force), O(drain.delete_emptydir_data) or O(drain.ignore_daemonsets) off, the pods each of them guards make
     the module fail before anything is evicted; the message names every such pod and the option that
     would allow it.
   - The pods are listed once; evictions (C(policy/v1) C(pods/eviction)) run in parallel, at most
-    O(parallelism) at a time; one watch on the node's pods tells when each pod is gone (deleted, or
+    O(drain.parallelism) at a time; one watch on the node's pods tells when each pod is gone (deleted, or
     replaced by a pod of the same name and another UID, as a StatefulSet does). The module returns
     when the pods are gone, not when their evictions were accepted.
   - A PodDisruptionBudget that refuses an eviction (HTTP 429) keeps the pod pending; the eviction is
-    retried every O(retry_delay) seconds and a Warning event C(DrainError) with the server's message
+    retried every O(drain.retry_delay) seconds and a Warning event C(DrainError) with the server's message
     is recorded once per pod and message (its count bumped at most every 30 s). A PDB is never bypassed
-    unless O(delete_fallback_after) is set. A pod selected by several PDBs (HTTP 500) fails the drain
+    unless O(drain.delete_fallback_after) is set. A pod selected by several PDBs (HTTP 500) fails the drain
     with the pod named.
   - When O(maintenance) names a NodeMaintenance, its status is kept current while the drain runs
     (C(totalpods), C(evictionPods), C(drainProgress), C(pendingPods), C(pendingPodsRefs), C(lastError),
@@ -37,7 +37,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
-  - nmo.maintenance.selection
+  - nmo.maintenance.drain
 attributes:
   check_mode:
     support: full
@@ -60,33 +60,6 @@ options:
       - Name of the NodeMaintenance whose status shows the drain's progress. It must name O(node).
       - Without it the drain writes no status and records no event.
     type: str
-  grace_period:
-    description: Termination grace period in seconds for every pod. Unset, each pod's own is used.
-    type: int
-  timeout:
-    description: Seconds the drain may take in all, waiting included (more than 0, at most 604800). When it
-      runs out, the module fails with the pending pods named.
-    type: float
-    default: 600
-  delete_fallback_after:
-    description:
-      - After a pod's eviction has been refused by its PodDisruptionBudget for this many seconds, delete it
-        instead (kubespray's drain fallback). Unset, a PodDisruptionBudget is never bypassed.
-    type: float
-  retry_delay:
-    description: Seconds between two evictions of a pod that a PodDisruptionBudget refused, 0.1 to 3600.
-    type: float
-    default: 1
-  returning_pod_evictions:
-    description:
-      - A pod that lands on the node after the drain began (a replacement that the scheduler put back, because
-        its tolerations admit the maintenance taints, as a toleration with C(operator) V(Exists) and no C(key)
-        does) and that the drain would take (not a DaemonSet or mirror pod) is evicted again, at most this many
-        times per workload (its controller), 0 to 100. One more, and the drain fails naming those pods and the
-        toleration that let each in. The drain never ends with such a pod on the node. Before it says it is
-        done while replacements may come back, it lists the node's pods once more.
-    type: int
-    default: 3
   progress_interval:
     description:
       - Seconds between two progress lines in the playbook output while the drain runs (node,
@@ -126,7 +99,7 @@ options:
         M(nmo.maintenance.nmo_maintenance) O(nmo.maintenance.nmo_maintenance#module:mode)). Evict
         nothing, and follow the C(NodeMaintenance) by watch until NMO sets it C(Succeeded), with
         the same progress lines; fail with NMO's C(lastError) when it sets C(Failed), or at
-        O(timeout) naming the pending pods.
+        O(drain.timeout) naming the pending pods.
       - Omitted, as the run O(run_id) says (the mode its start wrote on the run lease); without
         O(run_id), V(false).
     type: bool
@@ -137,7 +110,8 @@ EXAMPLES = r"""
   nmo.maintenance.nmo_drain:
     node: node-worker-01
     maintenance: maintenance-worker-01
-    timeout: 900
+    drain:
+      timeout: 900
   delegate_to: localhost
 
 - name: Show what a drain would do
@@ -150,7 +124,8 @@ EXAMPLES = r"""
   nmo.maintenance.nmo_drain:
     node: node-worker-02
     maintenance: maintenance-worker-02
-    kubevirt: migrate
+    drain:
+      kubevirt: migrate
 
 - name: Drain in the background and poll
   nmo.maintenance.nmo_drain:
@@ -188,7 +163,7 @@ evicted:
   type: list
   elements: dict
 deleted:
-  description: Pods deleted rather than evicted (finished pods, O(disable_eviction), O(delete_fallback_after)).
+  description: Pods deleted rather than evicted (finished pods, O(drain.disable_eviction), O(drain.delete_fallback_after)).
   returned: success or failure after the drain started
   type: list
   elements: dict
@@ -254,15 +229,15 @@ status_writes:
   type: int
 migrations:
   description:
-    - With O(kubevirt=migrate), the VMs whose pod a budget refused, each with C(namespace), C(vmi), C(pod),
+    - With O(drain.kubevirt=migrate), the VMs whose pod a budget refused, each with C(namespace), C(vmi), C(pod),
       C(state) (V(migrated), V(migrating), V(queued), V(failed), V(blocked), V(kubevirt)), C(migration) (the
       C(VirtualMachineInstanceMigration)), C(phase), C(targetNode), C(started) and C(message).
-  returned: with O(kubevirt=migrate) when the node has virt-launcher pods
+  returned: with O(drain.kubevirt=migrate) when the node has virt-launcher pods
   type: list
   elements: dict
 migrations_created:
   description: C(VirtualMachineInstanceMigration) objects the drain created.
-  returned: with O(kubevirt=migrate) when the node has virt-launcher pods
+  returned: with O(drain.kubevirt=migrate) when the node has virt-launcher pods
   type: int
 status:
   description: The NodeMaintenance as the drain left it (name, phase, drainProgress, pendingPods, lastError).
@@ -279,27 +254,26 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain im
 
 def core(client, params, check_mode):
     validation.seconds(params["progress_interval"], "progress_interval")
+    params, warnings = specs.drain_params(params)
     opts = DrainOptions.from_params(params)
     if params["validate_only"]:
         opts.validate()
-        return {"changed": False, "node": opts.node, "validated": True}
-    with_operator = params["operator"]
-    if with_operator is None:
-        with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
-    if with_operator:
-        return operator.follow_drain(client, opts, check_mode)
-    return drain(client, opts, check_mode)
+        result = {"changed": False, "node": opts.node, "validated": True}
+    else:
+        with_operator = params["operator"]
+        if with_operator is None:
+            with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
+        result = operator.follow_drain(client, opts, check_mode) if with_operator else drain(client, opts, check_mode)
+    if warnings:
+        result["warnings"] = warnings + list(result.get("warnings") or [])
+    return result
 
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "maintenance": {"type": "str"},
-    **specs.SELECTION,
-    "grace_period": {"type": "int"},
-    "timeout": {"type": "float", "default": specs.DRAIN_TIMEOUT},
-    "delete_fallback_after": {"type": "float"},
-    "retry_delay": {"type": "float", "default": specs.DRAIN_RETRY_DELAY},
-    "returning_pod_evictions": {"type": "int", "default": specs.DRAIN_RETURNING_POD_EVICTIONS},
+    **specs.DRAIN_OPTION,
+    **specs.FLAT_DRAIN,
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"},

@@ -43,7 +43,7 @@ description:
     5,000). A node whose pods were not read is never counted as room, so the answer errs towards
     V(no-go) ("not judged (their pods were not read)"), never towards V(go).
   - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
-  - With O(kubevirt=migrate), a KubeVirt virt-launcher pod whose eviction a PodDisruptionBudget refuses is
+  - With O(drain.kubevirt=migrate), a KubeVirt virt-launcher pod whose eviction a PodDisruptionBudget refuses is
     judged as M(nmo.maintenance.nmo_drain) will treat it. Its VirtualMachineInstance (one list of them, only
     when such a pod exists) is C(LiveMigratable), so the drain migrates it, and the node is V(go (migrate))
     when nothing else stops it; or it is not, and the node is V(no-go) with the VMI's reason and message.
@@ -51,7 +51,7 @@ author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
-  - nmo.maintenance.selection
+  - nmo.maintenance.drain
 attributes:
   check_mode:
     support: full
@@ -157,13 +157,18 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.prefligh
 
 
 def core(client, params, check_mode):
-    return preflight(client, PreflightOptions.from_params(params))
+    params, warnings = specs.drain_params(params)
+    result = preflight(client, PreflightOptions.from_params(params))
+    if warnings:
+        result["warnings"] = warnings + list(result.get("warnings") or [])
+    return result
 
 
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "concurrency": {"type": "int", "default": 1},
-    **specs.SELECTION}
+    **specs.DRAIN_OPTION,
+    **specs.FLAT_DRAIN}
 
 
 def main():

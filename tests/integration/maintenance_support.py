@@ -100,7 +100,6 @@ def write_inventory(world: Any, directory: Path, **host_vars: Any) -> str:
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                  "node_maintenance_slot_prefix": slot_prefix(world),
                  "node_maintenance_etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}",
-                 "node_maintenance_drain_retry_delay": 1,
                  **host_vars},
         "children": {"workers": {"hosts": {n: None for n in world.workers}},
                      "control_plane": {"hosts": {n: None for n in world.control_planes}}}}}

@@ -20,7 +20,7 @@ from helpers import run_playbook
 pytestmark = [pytest.mark.cluster]
 
 MODULES = ["nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_plan", "nmo_lease", "nmo_drain", "nmo_preflight",
-           "nmo_maintenance"]
+           "nmo_maintenance", "nmo_recover"]
 PATHS = {"in_process": {}, "shipped": {"NMO_MAINTENANCE_IN_PROCESS": "false"}}
 SECRET = "parity-token-0f3c9a"  # an api_key nobody may see
 # Stable keys of a result; diffs only where they hold no times or resource versions.
@@ -63,6 +63,7 @@ def tasks(node: str, prefix: str) -> List[Dict[str, Any]]:
         task("release", "nmo_lease", {**lease, "state": "released"}),
         task("begin", "nmo_maintenance", {**lease, "reason": "parity"}),
         task("end", "nmo_maintenance", {**lease, "state": "absent"}),
+        task("recover check", "nmo_recover", {"nodes": [node], "slot_prefix": prefix}, **check),
         task("taint bad node", "nmo_taint", {"node": ".."}),
         task("cordon unknown option", "nmo_cordon", {"node": node, "bogus": 1}),
         task("lease missing node", "nmo_lease", {"slot_prefix": prefix}),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs
+from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs, specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +22,7 @@ LIST_OPTIONS = sorted(name for name, option in SPEC.items() if option.get("type"
 
 def test_the_defaults_pass():
     problems, facts = role_inputs.check(SPEC, dict(DEFAULTS), NOW)
-    assert problems == [] and facts == {}
+    assert problems == [] and facts == {"drain": dict(specs.ROLE_DRAIN)}
 
 
 def test_every_list_option_of_the_role_is_known():
@@ -122,3 +122,34 @@ def test_the_role_checks_every_option_of_its_argument_spec():
     inputs = task["nmo.maintenance.nmo_check_files"]["inputs"]
     assert sorted(inputs) == sorted(SPEC)
     assert all(value == "{{ " + name + " }}" for name, value in inputs.items())
+
+
+def test_the_drain_dict_is_the_roles_defaults_then_the_deprecated_variables_then_its_keys():
+    values = {**DEFAULTS, "node_maintenance_drain": {"kubevirt": "migrate", "parallelism": 4},
+              "node_maintenance_drain_parallelism": 8, "node_maintenance_drain_retry_delay": "2",
+              "node_maintenance_kubevirt": "wait"}
+    problems, facts = role_inputs.check(SPEC, values, NOW)
+    assert problems == []
+    assert facts["drain"] == {"timeout": 1800.0, "kubevirt": "migrate", "parallelism": 4, "retry_delay": "2"}
+    assert facts["deprecations"] == [
+        "node_maintenance_drain_parallelism is deprecated, give it as the key parallelism of node_maintenance_drain"
+        " (node_maintenance_drain: {parallelism: ...}); ignored here: node_maintenance_drain.parallelism is given",
+        "node_maintenance_drain_retry_delay is deprecated, give it as the key retry_delay of node_maintenance_drain"
+        " (node_maintenance_drain: {retry_delay: ...})",
+        "node_maintenance_kubevirt is deprecated, give it as the key kubevirt of node_maintenance_drain"
+        " (node_maintenance_drain: {kubevirt: ...}); ignored here: node_maintenance_drain.kubevirt is given"]
+
+
+def test_a_deprecated_timeout_replaces_the_roles_own():
+    _problems, facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_drain_timeout": 3}, NOW)
+    assert facts["drain"] == {"timeout": 3} and len(facts["deprecations"]) == 1
+
+
+@pytest.mark.parametrize("given, problem", [
+    ({"parallelism": [1]}, "node_maintenance_drain.parallelism: a list was given ([1]), a whole number is needed"),
+    ({"paralelism": 1}, "node_maintenance_drain.paralelism: not an option of node_maintenance_drain (it takes"),
+    ("kubevirt=migrate", "node_maintenance_drain: a string was given ('kubevirt=migrate'), a dict is needed"),
+])
+def test_the_drain_dict_is_checked_key_by_key_as_given(given, problem):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_drain": given}, NOW)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems

@@ -1,0 +1,131 @@
+#!/usr/bin/python
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: nmo_recover
+short_description: End the maintenance of named nodes, or of every node this collection left behind
+version_added: "0.2.0"
+description:
+  - What C(playbooks/recover.yml) does, in one call. For each node, the end of its maintenance as
+    M(nmo.maintenance.nmo_maintenance) O(nmo.maintenance.nmo_maintenance#module:state=absent) does it
+    (uncordon, remove the label and the maintenance taints, release our node lease and slot, delete the
+    NodeMaintenance), leaving alone what was not ours (a cordon, a label or a C(medik8s.io/drain) taint
+    the node had before, as the begin recorded on the node).
+  - With O(nodes), those nodes whatever state they are in (a run that was killed, a Failed one); a name
+    may be a NodeMaintenance's instead of its node's. A name the cluster has neither as a node nor as a
+    NodeMaintenance is reported in RV(unknown) and the others are still recovered; the module then fails
+    naming it.
+  - Without O(nodes), every node this collection left behind without a NodeMaintenance (which would
+    mean a run is under way), that is a node that carries our marks (the annotations
+    C(nmo.maintenance/maintained-by) or C(nmo.maintenance/label-added)), our node lease (C(node-<node>)
+    held by C(nmo.maintenance)) or a lease it holds (a slot); and every node that was deleted while its
+    NodeMaintenance is held by no live run. A node cordoned or labelled by someone else is left alone.
+  - Slots. With O(slot_prefix), the node's slots of that prefix are released; without it, every
+    maintenance slot the node holds (found by the collection's slot label,
+    C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
+  - Afterwards the nodes are read again. A lease of ours still held (RV(left)), a node whose end failed
+    or a slot that could not be released fails the module, naming each.
+author:
+  - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.connection
+attributes:
+  check_mode:
+    support: full
+    description: Chooses the nodes and asks every end and release in check mode; nothing is written and
+      the nodes are not read again.
+  diff_mode:
+    support: full
+    description: Per node, what its end would undo (as M(nmo.maintenance.nmo_maintenance)'s end shows it).
+options:
+  nodes:
+    description:
+      - The nodes (or NodeMaintenances) to recover; a comma-separated string is split. Blank names are
+        dropped. Empty or unset, every node left behind (above).
+    type: list
+    elements: str
+  slot_prefix:
+    description: Release only the slots of this prefix. Unset, the node's slots of every prefix.
+    type: str
+  label_key:
+    description: The label that excludes the node from remediation (removed when the begin added it).
+    type: str
+    default: remediation.medik8s.io/exclude-from-remediation
+"""
+
+EXAMPLES = r"""
+- name: End the maintenance of two nodes left by a killed run
+  nmo.maintenance.nmo_recover:
+    nodes: node-worker-03,node-worker-05
+
+- name: Show what recovering every left-behind node would undo
+  nmo.maintenance.nmo_recover:
+  check_mode: true
+  diff: true
+"""
+
+RETURN = r"""
+recovered:
+  description: The nodes whose maintenance was ended (or, in check mode, would be).
+  returned: always
+  type: list
+  elements: str
+unknown:
+  description: The names of O(nodes) the cluster has neither as a node nor as a NodeMaintenance.
+  returned: always
+  type: list
+  elements: str
+ended:
+  description: Per node, the result of its end (as M(nmo.maintenance.nmo_maintenance) returns it).
+  returned: always
+  type: dict
+failed_nodes:
+  description: The nodes whose end failed, each with C(node) and C(msg).
+  returned: always
+  type: list
+  elements: dict
+released_slots:
+  description: The slots of another prefix released after the end, each with C(node), C(name), C(prefix), C(changed).
+  returned: always
+  type: list
+  elements: dict
+failed_slots:
+  description: The slots that could not be released, each with C(node), C(name), C(prefix), C(msg).
+  returned: always
+  type: list
+  elements: dict
+left:
+  description: Leases of ours still held afterwards, each as C(<node>) C(lease <name> (holder <holder>)).
+  returned: always
+  type: list
+  elements: str
+others:
+  description: Leases of the nodes held by someone else, left in place.
+  returned: always
+  type: list
+  elements: str
+"""
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.recover import RecoverOptions, recover
+
+
+def core(client, params, check_mode):
+    return recover(client, RecoverOptions.from_params(params), check_mode)
+
+
+ARGUMENT_SPEC = {
+    "nodes": {"type": "list", "elements": "str"},
+    "slot_prefix": {"type": "str"},
+    "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False}}
+
+
+def main():
+    run(ARGUMENT_SPEC, core)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Which nodes and leases recover.yml calls ours (module_utils/workflows/recover.py): the lease
+module's own names, not copies of them."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import MAINTAINED_BY
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import recover
+
+
+def report(node: str = "w1", lease_list: List[Dict[str, Any]] = (), **extra: Any) -> Dict[str, Any]:
+    return {"node": node, "node_deleted": False, "maintenance": None, "run": None, "annotations": {},
+            "leases": list(lease_list), **extra}
+
+
+def lease(name: str, holder: str, slot: bool = False) -> Dict[str, Any]:
+    return {"name": name, "holder": holder, "slot": slot}
+
+
+def test_a_node_with_our_node_lease_or_a_slot_or_our_mark_is_left_behind():
+    assert recover.left_behind(report(lease_list=[lease(leases.node_lease_name("w1"), leases.HOLDER)]))
+    assert recover.left_behind(report(lease_list=[lease(leases.slot_name("any", 0), "w1", slot=True)]))
+    assert recover.left_behind(report(annotations={MAINTAINED_BY: "run-1"}))
+
+
+def test_a_node_of_someone_else_or_under_a_run_is_not():
+    assert not recover.left_behind(report(lease_list=[lease(leases.node_lease_name("w1"), leases.NMO_HOLDER)]))
+    assert not recover.left_behind(report(unschedulable=True))
+    under_way = report(maintenance={"name": "maintenance-w1"}, annotations={MAINTAINED_BY: "run-1"})
+    assert not recover.left_behind(under_way)
+
+
+def test_a_deleted_node_is_left_behind_unless_a_live_run_holds_it():
+    assert recover.left_behind(report(node_deleted=True, maintenance={"name": "m"}, run={"id": "r", "alive": False}))
+    assert not recover.left_behind(report(node_deleted=True, maintenance={"name": "m"}, run={"id": "r", "alive": True}))
+
+
+def test_a_slots_prefix_is_the_one_it_was_named_with():
+    assert recover.slot_prefix_of(leases.slot_name("t1-other", 3)) == "t1-other"
+    assert recover.slot_prefix_of("no-index-x") is None
+    seen = report(lease_list=[lease(leases.slot_name(leases.SLOT_PREFIX, 0), "w1", slot=True),
+                              lease(leases.slot_name("t1-other", 1), "w1", slot=True),
+                              lease(leases.slot_name("t1-theirs", 0), "w2", slot=True)])
+    assert recover.other_slots(seen, leases.SLOT_PREFIX) == [{"node": "w1", "name": "t1-other-1", "prefix": "t1-other"}]
+
+
+def test_what_is_still_held_and_the_message_name_each_lease():
+    seen = report(lease_list=[lease("t1-x-0", "w1", slot=True), lease(leases.node_lease_name("w1"), "someone")])
+    left = recover.still_held(seen)
+    assert left == ["w1: lease t1-x-0 (holder w1)"]
+    text = recover.message(["typo"], [], [], left, ["node-w1"])
+    assert text == ("Unknown node name(s), not recovered: typo. Still held: w1: lease t1-x-0 (holder w1) (a slot of "
+                    "another prefix: run again without node_maintenance_slot_prefix). Held by someone else, left in "
+                    "place: node-w1.")
+    assert recover.message([], [], [], [], ["node-w1"]) == ""
+
+
+def test_names_given_as_one_string_are_split_and_blanks_dropped():
+    assert recover.RecoverOptions.from_params({"nodes": [" w1", "", "w2 "]}).nodes == ["w1", "w2"]
+    assert recover.RecoverOptions.from_params({"nodes": [""]}).nodes is None

@@ -296,6 +296,12 @@ waited:
   description: Seconds spent waiting for the leases.
   returned: state=present
   type: float
+mode:
+  description:
+    - Who does the node work in this run, V(standalone) or V(operator) (O(mode), or as the run lease of
+      O(run_id) says), for the later steps of the same node to pass on instead of reading the run lease again.
+  returned: state=present
+  type: str
 released:
   description: The leases deleted.
   returned: state=absent
@@ -386,7 +392,9 @@ def core(client, params, check_mode):
         phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
         return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode,
                                 policy=params["policy"], phase=phase)
-    return begin(client, opts, check_mode, params["when_owned"])
+    result = begin(client, opts, check_mode, params["when_owned"])
+    result.setdefault("mode", opts.mode)
+    return result
 
 
 ARGUMENT_SPEC = {

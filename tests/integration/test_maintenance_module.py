@@ -208,7 +208,7 @@ def test_a_secret_option_is_masked_on_both_paths(cluster):
 
 def live_run(cluster: Any, run_id: str, mode: str = "") -> None:
     """A run lease, valid for a minute, as a run's start leaves it (no heartbeat: the test is shorter)."""
-    leases.ensure_namespace(cluster.client)
+    lease_store.ensure_namespace(cluster.client)
     runs.start(cluster.client, run_id, controller=f"test/{run_id}", mode=mode)
 
 

@@ -10,7 +10,7 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL, wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, times
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
@@ -47,7 +47,7 @@ def foreign_lease(client: Any, node: str, holder: str, age: float = 0, duration:
     """A node lease as Node Health Check writes it, renewed ``age`` seconds ago."""
     lease_store.ensure_namespace(client)
     obj = client.get(f"/api/v1/nodes/{node}")
-    when = leases.utcnow() - timedelta(seconds=age)
+    when = times.utcnow() - timedelta(seconds=age)
     body = leases.new_lease(leases.node_lease_name(node), NS, holder, duration, when, leases.owner_reference(obj))
     body["spec"]["leaseTransitions"] = transitions
     return client.post(lease_store.leases_path(NS), body)
@@ -246,7 +246,7 @@ def test_waiting_run_takes_over_when_the_foreign_lease_lapses(cluster, world, tm
         wait_for(lambda: events_of(cluster.client, name, "BlockedByNodeHealthCheck"), 60, "the blocked event")
         # NHC stops renewing: its lease now lapses 2 s from now, which no watch event announces
         held = lease_of(cluster.client, f"node-{node}")
-        held["spec"]["renewTime"] = leases.format_time(leases.utcnow() - timedelta(seconds=598))
+        held["spec"]["renewTime"] = leases.format_time(times.utcnow() - timedelta(seconds=598))
         cluster.client.put(lease_store.leases_path(NS, f"node-{node}"), held)
         assert run.wait(120) == 0
     finally:

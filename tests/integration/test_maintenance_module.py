@@ -7,7 +7,7 @@ import pytest
 from helpers import run_module
 from topology import WORLD_LABEL
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, times
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
@@ -102,7 +102,7 @@ def test_blocked_begin_says_how_far_it_got_and_leaves_the_node_alone(cluster, wo
     (node,) = world.add_nodes(workers=1)
     lease_store.ensure_namespace(cluster.client)
     body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
-                            leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
+                            times.utcnow(), leases.owner_reference(node_of(cluster, node)))
     cluster.client.post(lease_store.leases_path(leases.LEASE_NAMESPACE), body)
 
     blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
@@ -160,7 +160,7 @@ def test_failed_undoes_only_the_steps_the_begin_reached(cluster, world):
     world.cordon(node)
     lease_store.ensure_namespace(cluster.client)
     body = leases.new_lease(leases.node_lease_name(node), leases.LEASE_NAMESPACE, "node-healthcheck-x", 3600,
-                            leases.utcnow(), leases.owner_reference(node_of(cluster, node)))
+                            times.utcnow(), leases.owner_reference(node_of(cluster, node)))
     cluster.client.post(lease_store.leases_path(leases.LEASE_NAMESPACE), body)
     blocked = run_module("nmo_maintenance", args(world, node, wait=False), cluster.kubeconfig)
     assert blocked["reached"] == ["maintenance"], blocked

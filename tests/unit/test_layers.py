@@ -51,8 +51,8 @@ class Import:
 
 def layer_of(module: str) -> Optional[str]:
     """The layer of a file under module_utils by its folder (top files by name); None: none."""
-    first, _, rest = module.partition(".")
-    if not rest:
+    first, dot, rest = module.partition(".")
+    if not dot:
         return "errors" if first == "errors" else "top" if first in TOP_FILES else None
     return first if first in LAYERS[1:-1] else None
 

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..errors import InputError
 from . import renewal, validation
-from .times import format_time, parse_time, utcnow  # noqa: F401 utcnow: the leases' clock, for callers
+from .times import format_time, parse_time
 
 Lease = Dict[str, Any]
 

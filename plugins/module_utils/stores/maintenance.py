@@ -267,4 +267,3 @@ def migration_lines(migrations: List[Dict[str, Any]], now: Optional[datetime] = 
             line += f", {max(0, (now - started).total_seconds()):.0f} s"
         lines.append(line)
     return lines
-

@@ -155,7 +155,7 @@ class Attempt:
             if busy is not None:
                 return busy
         slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
-                                           req.namespace, self.check_mode, req.run_id, seen=seen)
+                                                req.namespace, self.check_mode, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
@@ -169,8 +169,8 @@ class Attempt:
                 return self.etcd_blocked(verdict)
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
             return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
-        lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace, check_mode=self.check_mode,
-                                          run_id=req.run_id)
+        lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace,
+                                               check_mode=self.check_mode, run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
             return self.lease_blocked(lease.before)
@@ -373,7 +373,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
         action, lease = lease_store.release(client, req.namespace, lease_name, identity, check_mode,
-                                       run_id=req.run_id, seen=seen)
+                                            run_id=req.run_id, seen=seen)
         if lease is None:
             continue
         before[lease_name] = leases.summary(lease)

@@ -7,7 +7,7 @@
 #   examples/demo.sh -e node_maintenance_concurrency=2    (any ansible-playbook option)
 #   examples/demo.sh --kubevirt [...]   also the VM vm-order-processing of docs/design.md §12.3 on worker-02,
 #                               alone behind minAvailable 1, live-migrated by the drain
-#                               (node_maintenance_kubevirt=migrate) with the stand-in for
+#                               (node_maintenance_drain: {kubevirt: migrate}) with the stand-in for
 #                               KubeVirt's controllers (hack/kubevirt/standin.py) running
 set -euo pipefail
 kubevirt=()
@@ -32,7 +32,7 @@ if [ ${#kubevirt[@]} -gt 0 ]; then
   python hack/kubevirt/standin.py --kubeconfig "$KUBECONFIG" --namespace w-demo --step 1 > .cache/kubevirt-standin.log 2>&1 &
   standin=$!
   trap 'kill "$standin" 2>/dev/null || true' EXIT
-  extra=(-e node_maintenance_kubevirt=migrate -e node_maintenance_progress_interval=2)
+  extra=(-e '{"node_maintenance_drain": {"kubevirt": "migrate"}}' -e node_maintenance_progress_interval=2)
 fi
 echo "== pods per node before"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c

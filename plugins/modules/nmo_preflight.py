@@ -107,6 +107,13 @@ blocked:
   returned: always
   type: list
   elements: str
+reasons:
+  description:
+    - Every reason (blockers, warnings, VM pods to live-migrate) of each node that is not a plain V(go),
+      keyed C(node (verdict)); empty when every node is a plain V(go).
+  returned: always
+  type: dict
+  sample: {"node-worker-02 (no-go)": ["w-demo/web-0 needs ..."]}
 table:
   description: A header line, then one line per node with its verdict and the first reason.
   returned: always

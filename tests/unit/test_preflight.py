@@ -194,3 +194,13 @@ def test_a_workload_tolerating_the_maintenance_taints_is_a_no_go_once() -> None:
     assert report.blockers[0].startswith("replacements of ns/web-1, ns/web-2 (ns/ReplicaSet/web-rs) would come back")
     assert ("tolerates medik8s.io/drain:NoSchedule and node.kubernetes.io/unschedulable:NoSchedule via "
             "{operator: Exists}") in report.blockers[0]
+
+
+def test_the_reasons_name_every_node_that_is_not_a_plain_go_with_all_its_reasons():
+    go = pf.NodeReport("node-a")
+    blocked = pf.NodeReport("node-b", blockers=["b1", "b2"], warnings=["w1"])
+    warned = pf.NodeReport("node-c", warnings=["w2"])
+    migrating = pf.NodeReport("node-d", migrations=["vm pod"])
+    assert pf.reasons([go, blocked, warned, migrating]) == {
+        "node-b (no-go)": ["b1", "b2", "w1"], "node-c (warn)": ["w2"], "node-d (go (migrate))": ["vm pod"]}
+    assert pf.reasons([go]) == {}

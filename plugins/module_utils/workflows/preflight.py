@@ -263,6 +263,11 @@ def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Sn
                                   "capacity check")
 
 
+def reasons(reports: List[NodeReport]) -> Dict[str, List[str]]:
+    """Every reason of each node that is not a plain go, keyed "node (verdict)", for the play to print."""
+    return {f"{r.node} ({r.verdict})": r.blockers + r.warnings + r.migrations for r in reports if r.verdict != GO}
+
+
 def table(reports: List[NodeReport]) -> List[str]:
     width = max([len("node")] + [len(r.node) for r in reports])
     column = max([len("verdict")] + [len(r.verdict) for r in reports])
@@ -305,7 +310,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     summary = (f"no-go: {len(blocked)} of {len(reports)} node(s) blocked: {', '.join(blocked)}" if blocked
                else f"go: none of {len(reports)} node(s) is blocked")
     return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
-            "table": table(reports), "nodes": [r.as_dict() for r in reports],
+            "table": table(reports), "nodes": [r.as_dict() for r in reports], "reasons": reasons(reports),
             "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request,
             "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.every_node_listed,
                       "nodes_read": snapshot.nodes_known,

@@ -29,8 +29,10 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # plugins/module_utils/), `plugin_utils/capabilities.py` (under plugins/).
 NAMED_FILE = re.compile(r"`([\w.-]+(?:/[\w.-]+)+\.(?:py|yml|yaml|sh|md|json|env|toml))`")
 NAMED_FROM = ("", "plugins", "plugins/module_utils")
+# (not what a tool put in a hidden folder of the checkout: bench/.venv holds thousands of files)
 OUR_FILE_NAMES = {path.name for top in ("plugins", "roles", "playbooks", "hack", "tests", "bench")
-                  for path in (ROOT / top).rglob("*.*")}
+                  for path in (ROOT / top).rglob("*.*")
+                  if not any(part.startswith(".") for part in path.relative_to(ROOT).parts)}
 # A document outside the repository: a design.md not under docs/ (shared/design.md, "design.md,
 # chapter ..."), the source material the project was specified from ("the seed", "chapter 4").
 OUTSIDE = (

@@ -384,7 +384,9 @@ def core(client, params, check_mode):
                              held_leases=params["held_leases"])
     if params["mode"] is None and opts.run_id:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode
-        opts = replace(opts, mode=run_start.run_mode(client, opts.run_id))
+        mode, crd_checked = run_start.run_facts(client, opts.run_id)
+        # the run's start checked the CRD: each begin need not read it again
+        opts = replace(opts, mode=mode, install_crd=opts.install_crd and not crd_checked)
     if params["state"] == "absent":
         return lifecycle.end(client, opts, check_mode)
     if params["state"] == "failed":

@@ -66,6 +66,13 @@ options:
     type: str
     choices: [auto, standalone, operator]
     default: auto
+  install_crd:
+    description:
+      - Install the C(NodeMaintenance) CRD when it is missing (or upgrade an older revision of ours), once for
+        the run, before any node; the run lease then says so, and M(nmo.maintenance.nmo_maintenance) given
+        this run's O(run_id) reads the CRD no more at each begin.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -100,6 +107,10 @@ mode:
   description: The mode of the run, V(standalone) or V(operator).
   returned: state=started
   type: str
+crd:
+  description: What O(install_crd) found or did (C(state) created, upgraded, unchanged or foreign; C(changed)).
+  returned: state=started and O(install_crd)
+  type: dict
 operator:
   description: Whether a Node Maintenance Operator was found (C(running)), and by what (C(signal)).
   returned: state=started
@@ -133,6 +144,7 @@ ARGUMENT_SPEC = {
     "awx_job_id": {"type": "str"},
     "duration": {"type": "int", "default": 60},
     "mode": {"type": "str", "choices": ["auto", "standalone", "operator"], "default": "auto"},
+    "install_crd": {"type": "bool", "default": False},
 }
 
 

@@ -250,3 +250,25 @@ def test_the_mode_is_the_one_the_run_lease_says(cluster, world):
     assert maintenance_of(cluster.client, node) is None
     assert leases_naming(cluster.client, [node], f"t{world.id}-slot") == []
     assert runs.stop(cluster.client, run_id)
+
+
+def test_a_run_whose_start_checked_the_crd_has_its_begins_read_it_no_more(cluster, world):
+    """The run's start checks the CRD once (nmo_run install_crd) and says so on its run lease; a
+    begin of that run reads the lease, not the CRD. A run that did not check it: the begin does."""
+    (node,) = world.add_nodes(workers=1)
+    checked_run, plain_run = f"crd-{world.id}", f"nocrd-{world.id}"
+    lease_store.ensure_namespace(cluster.client)
+    runs.start(cluster.client, checked_run, controller=f"test/{checked_run}", mode="standalone", crd_checked=True)
+    runs.start(cluster.client, plain_run, controller=f"test/{plain_run}", mode="standalone")
+    assert runs.crd_checked(runs.read_lease(cluster.client, checked_run))
+    assert not runs.crd_checked(runs.read_lease(cluster.client, plain_run))
+    for run_id, reads_crd in ((plain_run, True), (checked_run, False)):
+        begun = run_module("nmo_maintenance", args(world, node, run_id=run_id, wait=False, install_crd=True),
+                           cluster.kubeconfig)
+        assert not begun.get("failed"), begun.get("msg")
+        assert ("crd" in begun) is reads_crd, begun
+        assert ("get customresourcedefinitions" in begun["api_requests_by"]) is reads_crd, begun["api_requests_by"]
+        ended = run_module("nmo_maintenance", args(world, node, run_id=run_id, state="absent"), cluster.kubeconfig)
+        assert ended["changed"] and not ended.get("failed"), ended.get("msg")
+        wait_clean(cluster.client, [node])
+    assert runs.stop(cluster.client, checked_run) and runs.stop(cluster.client, plain_run)

@@ -118,3 +118,10 @@ def test_guard_refuses_a_maintenance_another_run_adopted():
     guard.check_maintenance(None)
     with pytest.raises(run.RunGone, match="belongs to run r2"):
         guard.check_maintenance(theirs)
+
+
+def test_the_run_lease_says_whether_its_start_checked_the_crd():
+    said = {"metadata": {"annotations": {run.CRD_ANNOTATION: "true"}}}
+    assert run.crd_checked(said)
+    assert not run.crd_checked({"metadata": {"annotations": {run.MODE_ANNOTATION: "standalone"}}})
+    assert not run.crd_checked({"metadata": {}}) and not run.crd_checked(None)

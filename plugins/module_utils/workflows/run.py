@@ -38,6 +38,9 @@ CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
 # who does the node work in this run (standalone | operator), decided once by the start: the
 # modules of the run read it here, so the playbook carries only the run id between plays
 MODE_ANNOTATION = "nmo.maintenance/mode"
+# The run's start found the NodeMaintenance CRD in place (or installed it): the begins of the
+# run read that here, on the run lease they read anyway, instead of each reading the CRD.
+CRD_ANNOTATION = "nmo.maintenance/crd-checked"
 RUN_LEASE_PREFIX = leases.RUN_LEASE_PREFIX
 RUN_LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "run"}
 # A run lease lapses this long after its heartbeat stopped (the controller's host died
@@ -203,8 +206,13 @@ def mode_of(lease: Optional[leases.Lease]) -> str:
     return ((lease or {}).get("metadata", {}).get("annotations") or {}).get(MODE_ANNOTATION) or ""
 
 
+def crd_checked(lease: Optional[leases.Lease]) -> bool:
+    """Whether the run's start checked the NodeMaintenance CRD (an older release's lease: no)."""
+    return ((lease or {}).get("metadata", {}).get("annotations") or {}).get(CRD_ANNOTATION) == "true"
+
+
 def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,
-          duration: int = RUN_LEASE_DURATION, mode: str = "") -> leases.Lease:
+          duration: int = RUN_LEASE_DURATION, mode: str = "", crd_checked: bool = False) -> leases.Lease:
     """Create (or take back after a lapse) the run lease; refused when another live process holds the id."""
     validate_id(run_id)
     name = lease_name(run_id)
@@ -222,6 +230,8 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
         body["metadata"].setdefault("annotations", {})[CONTROLLER_ANNOTATION] = controller
         if mode:
             body["metadata"]["annotations"][MODE_ANNOTATION] = mode
+        if crd_checked:
+            body["metadata"]["annotations"][CRD_ANNOTATION] = "true"
         try:
             return lease_store.write(client, body, current)
         except Conflict:

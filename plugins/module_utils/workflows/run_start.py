@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
 from ..model import leases, renewal
+from ..stores import crd
 from ..stores import leases as lease_store
 from . import heartbeat, operator, run
 
@@ -36,10 +37,15 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
                               "mode": mode, "operator": found, "kubernetes": kubernetes.git_version}
     if kubernetes.warning:
         result["warnings"] = [kubernetes.warning]
+    if params.get("install_crd"):
+        # once a run, before any node: the begins then find it said on the run lease
+        result["crd"] = crd.ensure(client, check_mode)
+        if result["crd"].get("warning"):
+            result.setdefault("warnings", []).append(result["crd"]["warning"])
     if check_mode:
         return result
     lease_store.ensure_namespace(client)
-    run.start(client, run_id, controller, duration=duration, mode=mode)
+    run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")))
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration)
     result["changed"] = True
@@ -53,6 +59,16 @@ def stop(client: Client, params: Dict[str, Any], check_mode: bool) -> Dict[str, 
     held = run.read_lease(client, run_id) is not None
     changed = held if check_mode else run.stop(client, run_id)
     return {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}", "changed": changed}
+
+
+def run_facts(client: Client, run_id: Optional[str]) -> Tuple[str, bool]:
+    """What the run's start wrote on its run lease, in one read: the mode (as run_mode says) and
+    whether it checked the NodeMaintenance CRD (so that a begin need not read the CRD)."""
+    if not run_id:
+        return operator.STANDALONE, False
+    lease = run.read_lease(client, run.validate_id(run_id))
+    said = run.mode_of(lease)
+    return said or operator.resolve(operator.AUTO, operator.detect(client)), run.crd_checked(lease)
 
 
 def run_mode(client: Client, run_id: Optional[str]) -> str:

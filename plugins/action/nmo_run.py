@@ -37,6 +37,7 @@ class ActionModule(ActionBase):
         try:
             options = client_utils.ConnectionOptions.from_params(params)
             client = client_utils.connect(options, 2)
+            client.dry_run = bool(self._task.check_mode)
             if params["state"] == "stopped":
                 done = run_start.stop(client, params, bool(self._task.check_mode))
             else:

@@ -28,6 +28,7 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
         return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
     try:
         client = client or connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
+        client.dry_run = check_mode  # what every store and workflow of this call reads
         mark = dict(client.requests_by)
         result = core(client, params, check_mode)
     except NmoError as exc:

@@ -77,6 +77,21 @@ def test_diff_only_when_asked_and_connection_warnings_first() -> None:
     assert "diff" not in execute(core, diff=False)
 
 
+def test_the_core_sees_ansibles_check_mode_as_the_clients_dry_run() -> None:
+    """The stores and workflows read the dry run from the client: the adapter sets it on every
+    call, so a client kept from a check-mode call never makes the next real call a dry run."""
+    seen: List[bool] = []
+
+    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+        seen.append(client.dry_run)
+        return {}
+
+    client = Connected([])
+    for check_mode in (True, False):
+        adapter.execute({"kubeconfig": None}, core, check_mode, False, client=client)
+    assert seen == [True, False]
+
+
 def test_a_kubeconfig_dict_is_refused() -> None:
     done = adapter.execute({"kubeconfig": {"apiVersion": "v1"}}, lambda *a: {}, False, False)
     assert done["failed"] and "kubeconfig as a dict" in done["msg"]

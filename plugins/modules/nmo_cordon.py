@@ -124,7 +124,7 @@ def core(client, params, check_mode):
     if params["maintenance"] is not None:
         validation.dns_subdomain(params["maintenance"], "maintenance", "NodeMaintenance name")
     validation.annotations(params["annotations"])
-    done = lifecycle.cordon(client, events.EventRecorder(client, check_mode), params["node"],
+    done = lifecycle.cordon(client, events.EventRecorder(client), params["node"],
                             params["state"] == "cordoned", params["label_key"], params["label"], check_mode,
                             params["maintenance"], params["annotations"])
     return {"changed": done["changed"], "before": done["before"], "after": done["after"],

@@ -155,7 +155,7 @@ class Attempt:
             if busy is not None:
                 return busy
         slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
-                                                req.namespace, self.check_mode, req.run_id, seen=seen)
+                                                req.namespace, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
@@ -170,7 +170,7 @@ class Attempt:
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
             return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
         lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace,
-                                               check_mode=self.check_mode, run_id=req.run_id)
+                                               run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
             return self.lease_blocked(lease.before)
@@ -206,7 +206,7 @@ class Reporter:
         self.client = client
         self.nm = nm
         self.involved = nm or node
-        self.recorder = EventRecorder(client, check_mode)
+        self.recorder = EventRecorder(client)
         self.check_mode = check_mode
         self.holders: List[Dict[str, Any]] = []
         self._last: Optional[str] = None
@@ -223,7 +223,7 @@ class Reporter:
             # errorOnLeaseCount is NMO's: above 3 it fails the maintenance and undoes the node.
             # A wait for our turn is not a lost lease, so it is never counted there.
             self.nm, _changed = maintenance.update_status(self.client, self.nm, {
-                "phase": "Pending", "lastError": blocked.message}, self.check_mode)
+                "phase": "Pending", "lastError": blocked.message})
 
     def acquired(self, outcome: Acquired) -> None:
         if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
@@ -232,7 +232,7 @@ class Reporter:
             self.recorder.record(self.involved, LEASE_ACQUIRED, f"{REASONS[LEASE_ACQUIRED][1]}: {names}")
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and self._last is not None and status.get("lastError") == self._last:
-            self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""}, self.check_mode)[0]
+            self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""})[0]
 
 
 def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
@@ -314,7 +314,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
     flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
     # In check mode the namespace is looked for; otherwise it is made only when a lease
     # cannot be created for its absence (the run start made it: almost never).
-    ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode) if check_mode else False
+    ns_created = lease_store.ensure_namespace(client, req.namespace) if check_mode else False
     attempt = Attempt(client, req, node, flavour, check_mode)
     reporter = Reporter(client, nm, node, check_mode)
     started = time.monotonic()
@@ -323,7 +323,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
     try:
         outcome = attempt.run(seen)
     except lease_store.NamespaceMissing:
-        result["namespace_created"] = ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode)
+        result["namespace_created"] = ns_created = lease_store.ensure_namespace(client, req.namespace)
         outcome = attempt.run()
     if isinstance(outcome, Blocked):
         reporter.holders = list(outcome.holders)
@@ -372,7 +372,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
-        action, lease = lease_store.release(client, req.namespace, lease_name, identity, check_mode,
+        action, lease = lease_store.release(client, req.namespace, lease_name, identity,
                                             run_id=req.run_id, seen=seen)
         if lease is None:
             continue
@@ -390,7 +390,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
         involved = nm or client.get_or_none(paths.node(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)
-            recorder = EventRecorder(client, check_mode)
+            recorder = EventRecorder(client)
             recorder.record(involved, LEASE_RELEASED, f"{REASONS[LEASE_RELEASED][1]}: {names}")
             warnings += recorder.warnings
     return {"node": req.node, "state": "released", "changed": bool(released), "released": released,

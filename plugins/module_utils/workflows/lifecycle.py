@@ -113,13 +113,13 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
         state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
-    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id, with_operator, items=items,
+    nm, created = maintenance.ensure(client, node, reason, name, run_id, with_operator, items=items,
                                      node_read=node_read)
     if created and not with_operator:  # NMO records its own BeginMaintenance
         recorder.record(nm, events.BEGIN_MAINTENANCE)
     elif adopted_from is not None:
         try:
-            nm = maintenance.adopt(client, nm, run_id, owner, check_mode)
+            nm = maintenance.adopt(client, nm, run_id, owner)
         except Conflict:
             raise run.OwnedByLiveRun(f"node {node}: another run adopted its NodeMaintenance at the same moment; "
                                      "not adopted twice", maintenance=nm["metadata"]["name"]) from None
@@ -146,7 +146,7 @@ def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optio
     """Delete it (RemovedMaintenance event); False when there was nothing to delete."""
     if nm is None:
         return False
-    deleted = maintenance.delete(client, nm, check_mode)
+    deleted = maintenance.delete(client, nm)
     if deleted:
         recorder.record(nm, events.REMOVED_MAINTENANCE)
     return deleted
@@ -183,7 +183,7 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
             return end_wanted(read, label_key, annotations)
         return cordon_wanted(read, unschedulable, label_key, label, annotations)
 
-    done = nodes.apply(client, name, want, check_mode, node=node)
+    done = nodes.apply(client, name, want, node=node)
     before, after = marking(done.before, label_key), marking(done.after, label_key)
     # what the begin found on the node and the end leaves (an administrator's cordon, a taint)
     kept = left_as_found(name, {"metadata": {"annotations": done.before["annotations"]}}) if remove_taints else []
@@ -209,7 +209,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     opts.validate()
     if opts.mode == operator.OPERATOR:
         return begin_with_operator(client, opts, check_mode)
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
@@ -222,7 +222,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
             seen = lease_store.list_leases(client, opts.lease.namespace)
         guard.check(force=True, lease_list=seen)
         if opts.install_crd:
-            result["crd"] = crd.ensure(client, check_mode)
+            result["crd"] = crd.ensure(client)
             changed = result["crd"]["changed"]
         # read once for the NodeMaintenance (the node exists), the leases (owner, control
         # plane?) and the node patch, whose test ops catch a change made since
@@ -246,7 +246,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         # from the node as read above: its test ops fail if someone wrote the node since (a
         # long lease wait, say), and the patch is then planned again from a new read
         done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
-                           check_mode, node=node_read)
+                           node=node_read)
         taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
                                                       done.changed)
         progress.done("taints")
@@ -282,7 +282,7 @@ def begin_with_operator(client: Client, opts: Options, check_mode: bool = False)
     """Operator mode: the slot (and the etcd guard) first, since NMO starts on a new
     NodeMaintenance at once, then the NodeMaintenance, with no status of ours. NMO takes the
     node lease, the label, the taints and cordon, and drains."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id, "mode": operator.OPERATOR}
@@ -321,21 +321,21 @@ def begin_with_operator(client: Client, opts: Options, check_mode: bool = False)
 def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
     """Operator mode: delete the NodeMaintenance and wait until NMO has let the node go (its
     finalizer), then release the slot. NMO uncordons, untaints, unlabels, releases its lease."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
         nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()
-        deleted = maintenance.delete(client, nm, check_mode) if nm is not None else False
+        deleted = maintenance.delete(client, nm) if nm is not None else False
         progress.done("maintenance")
         released = disruption.release(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
                                                       maintenance=None), check_mode)
         progress.done("lease")
         node = client.get_or_none(paths.node(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
         if opts.annotations and node:  # the campaign's done mark: ours to write, not NMO's
-            node = nodes.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)), check_mode,
+            node = nodes.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)),
                                node=node).node
     except NmoError as exc:
         raise progress.fail(exc) from None
@@ -400,7 +400,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
           check_mode: bool) -> Dict[str, Any]:
     """The end and the rollback, one implementation: uncordon and unlabel with the taints in
     one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
     try:
@@ -458,7 +458,7 @@ def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, re
         return Wanted(remove=[t for t in MAINTENANCE_TAINTS if t not in had] if "taints" in reached else [],
                       annotations=dict(opts.annotations or {}))
 
-    applied = nodes.apply(client, opts.node, untaint, check_mode)
+    applied = nodes.apply(client, opts.node, untaint)
     same = marking(applied.before, opts.label_key)
     return {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
             "taints_before": applied.before["taints"], "taints_after": applied.after["taints"],
@@ -498,7 +498,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
                               "kept": False}
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     nm: Optional[Dict[str, Any]] = None
     try:
         nm = maintenance.find(client, opts.node) if reached else None
@@ -511,7 +511,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
             try:
                 nm, result["recorded"] = maintenance.update_status(
-                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
+                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)})
                 if result["recorded"]:  # the same failure told again is not news
                     recorder.record(nm, events.FAILED_MAINTENANCE,
                                     f"Failed a node maintenance: {truncate(error, 900)}")

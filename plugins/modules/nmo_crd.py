@@ -201,7 +201,7 @@ def validate(params):
     validation.events(params["events"])
 
 
-def _maintenance(client, params, check_mode, result, recorder):
+def _maintenance(client, params, result, recorder):
     node = params["node"]
     if params["state"] == "absent":
         nm = maintenance.get(client, params["name"]) if params["name"] else maintenance.find(client, node)
@@ -210,11 +210,11 @@ def _maintenance(client, params, check_mode, result, recorder):
             return
         lifecycle.refuse_if_live_run(client, nm, params["run_id"] or "", node)
         lifecycle.record_on(client, recorder, nm, params["events"], node)
-        result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm, check_mode)
+        result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm)
         result["changed"] = result["deleted"]
         result["diff"] = {"before": lifecycle.view(nm), "after": {}}
         return
-    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode,
+    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"],
                                         params["run_id"] or "")
     status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
     nm, status_changed = maintenance.update_status(client, made["nm"], status)
@@ -224,7 +224,7 @@ def _maintenance(client, params, check_mode, result, recorder):
                   diff={"before": lifecycle.view(made["before"]), "after": lifecycle.view(nm)})
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validate(params)
     result = {"changed": False}
     recorder = events.EventRecorder(client)
@@ -238,7 +238,7 @@ def core(client, params, check_mode):
         if params["install_crd"] and params["state"] == "present":
             result["crd"] = crd.ensure(client)
             result["changed"] = result["crd"]["changed"]
-        _maintenance(client, params, check_mode, result, recorder)
+        _maintenance(client, params, result, recorder)
     if (result.get("crd") or {}).get("warning"):  # a server without CRD validation rules
         result["warnings"] = result.get("warnings", []) + [result["crd"]["warning"]]
     result["events"] = recorder.recorded

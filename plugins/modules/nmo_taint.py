@@ -99,7 +99,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints impor
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import nodes
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validation.node_name(params["node"])
     wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
     validation.taints(wanted)

@@ -54,21 +54,21 @@ def execute(core, diff: bool = True, warnings: List[str] = ()) -> Dict[str, Any]
 
 
 def test_an_nmo_error_is_a_failure_with_its_details() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         raise InputError("node: '..' is not a valid node name", option="node", reached=None)
 
     assert execute(core) == {"failed": True, "msg": "node: '..' is not a valid node name", "option": "node"}
 
 
 def test_a_missing_package_is_named_for_the_action() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         raise ConnectionConfigError("needs kubernetes", missing_library="kubernetes")
 
     assert in_process.missing_import(execute(core))
 
 
 def test_diff_only_when_asked_and_connection_warnings_first() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         return {"diff": {"before": 1, "after": 2}, "warnings": ["from the core"]}
 
     shown = execute(core, diff=True, warnings=["api_key with a certificate"])
@@ -82,7 +82,7 @@ def test_the_core_sees_ansibles_check_mode_as_the_clients_dry_run() -> None:
     call, so a client kept from a check-mode call never makes the next real call a dry run."""
     seen: List[bool] = []
 
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         seen.append(client.dry_run)
         return {}
 

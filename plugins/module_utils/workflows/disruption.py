@@ -109,14 +109,12 @@ def _earliest(items: List[leases.Lease]) -> Optional[datetime]:
 class Attempt:
     """One node's try at the guard, a slot and its lease; repeatable while waiting."""
 
-    def __init__(self, client: Client, req: Request, node: Dict[str, Any], flavour: Optional[str],
-                 check_mode: bool) -> None:
+    def __init__(self, client: Client, req: Request, node: Dict[str, Any], flavour: Optional[str]) -> None:
         self.client = client
         self.req = req
         self.node = node
         self.flavour = flavour
-        self.check_mode = check_mode
-        self.run_guard = run.NoGuard() if check_mode else run.guard_for(client, req.run_id, req.namespace)
+        self.run_guard = run.NoGuard() if client.dry_run else run.guard_for(client, req.run_id, req.namespace)
 
     def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
         req = self.req
@@ -131,7 +129,7 @@ class Attempt:
                        never=verdict.never, verdict=verdict)
 
     def give_back(self, slot: leases.Outcome) -> None:
-        if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
+        if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.client.dry_run and slot.after is not None:
             lease_store.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
     def run(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
@@ -162,7 +160,7 @@ class Attempt:
             return Blocked("slot", message, BLOCKED, message, [_lease_holder("slot", s) for s in others],
                            due=_earliest(others))
         newly = slot.action in (leases.CREATE, leases.TAKE_OVER)
-        if self.flavour and newly and req.concurrency > 1 and not self.check_mode:
+        if self.flavour and newly and req.concurrency > 1 and not self.client.dry_run:
             verdict = self.guard(slot.after)  # another control-plane node may have passed the guard with us
             if not verdict.allowed:
                 self.give_back(slot)
@@ -201,13 +199,11 @@ class Attempt:
 class Reporter:
     """Tells the NodeMaintenance (or the Node) about each new blocking situation, once."""
 
-    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any],
-                 check_mode: bool) -> None:
+    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any]) -> None:
         self.client = client
         self.nm = nm
         self.involved = nm or node
         self.recorder = EventRecorder(client)
-        self.check_mode = check_mode
         self.holders: List[Dict[str, Any]] = []
         self._last: Optional[str] = None
 
@@ -302,7 +298,7 @@ def _entry(role: str, outcome: leases.Outcome) -> Dict[str, Any]:
 UNREAD: Any = object()  # acquire(nm=...): not read by the caller
 
 
-def acquire(client: Client, req: Request, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
             nm: Any = UNREAD, seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
     """Take the node's slot and lease (docs/design.md §4.2, §4.3), waiting for them when ``req.wait``.
     A caller that has just read the node, the NodeMaintenance named by ``req.maintenance``
@@ -312,11 +308,11 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
     if nm is UNREAD:
         nm = _find_maintenance(client, req)
     flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
-    # In check mode the namespace is looked for; otherwise it is made only when a lease
+    # In a dry run the namespace is looked for; otherwise it is made only when a lease
     # cannot be created for its absence (the run start made it: almost never).
-    ns_created = lease_store.ensure_namespace(client, req.namespace) if check_mode else False
-    attempt = Attempt(client, req, node, flavour, check_mode)
-    reporter = Reporter(client, nm, node, check_mode)
+    ns_created = lease_store.ensure_namespace(client, req.namespace) if client.dry_run else False
+    attempt = Attempt(client, req, node, flavour)
+    reporter = Reporter(client, nm, node)
     started = time.monotonic()
     result: Dict[str, Any] = {"node": req.node, "state": "acquired", "maintenance": (nm or {}).get(
         "metadata", {}).get("name"), "namespace_created": ns_created}
@@ -333,7 +329,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
             raise RefusedError(outcome.message, holders=outcome.holders, etcd=verdict)
         if not req.wait:
             raise BlockedError(outcome.message, holders=outcome.holders, etcd=verdict)
-        if check_mode:
+        if client.dry_run:
             return {**result, "changed": False, "would_wait": True, "blocked": outcome.message,
                     "holders": outcome.holders, "etcd": verdict, "acquired": [], "waited": 0.0,
                     "warnings": [f"check mode: would wait: {outcome.message}"]}
@@ -359,7 +355,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
             "warnings": warnings}
 
 
-def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UNREAD) -> Dict[str, Any]:
+def release(client: Client, req: Request, nm: Any = UNREAD) -> Dict[str, Any]:
     """Delete the node lease and the node's slots, each only when ours; report the others.
     ``nm``: the NodeMaintenance the caller has read (None: none), told of the release."""
     req.validate()

@@ -544,7 +544,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         except NmoError:
             report = None
     result["message"] = failure.message(opts.node, error, {
-        **result, "reached": reached, "check_mode": client.dry_run, "maintenance": (nm or {}).get("metadata", {}).get("name"),
+        **result, "reached": reached, "dry_run": client.dry_run, "maintenance": (nm or {}).get("metadata", {}).get("name"),
         "warnings": [w for w in result["warnings"] if w.startswith("the failure could not be recorded")],
         "state": failure.node_state(report, client.server_now()) if report else
         failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})

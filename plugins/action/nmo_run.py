@@ -37,11 +37,12 @@ class ActionModule(ActionBase):
         try:
             options = client_utils.ConnectionOptions.from_params(params)
             client = client_utils.connect(options, 2)
+            client.dry_run = bool(self._task.check_mode)
             if params["state"] == "stopped":
-                done = run_start.stop(client, params, bool(self._task.check_mode))
+                done = run_start.stop(client, params)
             else:
                 # the run lives as long as the ansible-playbook process that forked this worker
-                done = run_start.start(client, options, params, controller_pid(), bool(self._task.check_mode))
+                done = run_start.start(client, options, params, controller_pid())
         except errors.NmoError as exc:
             result.update(failed=True, msg=exc.message)
             return result

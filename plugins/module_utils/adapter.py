@@ -1,9 +1,9 @@
 """The one place where Ansible meets the core: argument spec in, result or failure out.
 
 A module's ``main()`` is ``run(spec, core_function)``, shipped or called in Ansible's worker
-(plugin_utils/in_process.py) alike; the core function gets a connected client, the
-parameters and whether Ansible runs in check mode, and returns the result dict
-(``changed``, ``diff``, module-specific keys, optional ``warnings``). The shared option
+(plugin_utils/in_process.py) alike; the core function gets a connected client (in dry run
+when Ansible runs in check mode: ``client.dry_run``) and the parameters, and returns the
+result dict (``changed``, ``diff``, module-specific keys, optional ``warnings``). The shared option
 groups of a spec are in ``specs.py``.
 """
 
@@ -17,7 +17,7 @@ from .api.client import Client, ConnectionOptions, connect
 from .errors import NmoError
 from .specs import CONNECTION
 
-CoreFunction = Callable[[Client, Dict[str, Any], bool], Dict[str, Any]]
+CoreFunction = Callable[[Client, Dict[str, Any]], Dict[str, Any]]
 
 
 def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: bool,
@@ -28,8 +28,9 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
         return {"failed": True, "msg": "kubeconfig as a dict is not supported: give the path of a kubeconfig file"}
     try:
         client = client or connect(ConnectionOptions.from_params(params), pool_size(params) if pool_size else 16)
+        client.dry_run = check_mode  # what every store and workflow of this call reads
         mark = dict(client.requests_by)
-        result = core(client, params, check_mode)
+        result = core(client, params)
     except NmoError as exc:
         details = {k: v for k, v in exc.details.items() if v is not None}
         return {**details, "failed": True, "msg": exc.message}

@@ -118,14 +118,14 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.stores import even
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import lifecycle
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validation.node_name(params["node"])
     validation.qualified_name(params["label_key"], "label_key")
     if params["maintenance"] is not None:
         validation.dns_subdomain(params["maintenance"], "maintenance", "NodeMaintenance name")
     validation.annotations(params["annotations"])
-    done = lifecycle.cordon(client, events.EventRecorder(client, check_mode), params["node"],
-                            params["state"] == "cordoned", params["label_key"], params["label"], check_mode,
+    done = lifecycle.cordon(client, events.EventRecorder(client), params["node"],
+                            params["state"] == "cordoned", params["label_key"], params["label"],
                             params["maintenance"], params["annotations"])
     return {"changed": done["changed"], "before": done["before"], "after": done["after"],
             "taints_before": done["taints_before"], "taints_after": done["taints_after"],

@@ -201,7 +201,7 @@ def validate(params):
     validation.events(params["events"])
 
 
-def _maintenance(client, params, check_mode, result, recorder):
+def _maintenance(client, params, result, recorder):
     node = params["node"]
     if params["state"] == "absent":
         nm = maintenance.get(client, params["name"]) if params["name"] else maintenance.find(client, node)
@@ -210,35 +210,35 @@ def _maintenance(client, params, check_mode, result, recorder):
             return
         lifecycle.refuse_if_live_run(client, nm, params["run_id"] or "", node)
         lifecycle.record_on(client, recorder, nm, params["events"], node)
-        result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm, check_mode)
+        result["deleted"] = lifecycle.remove_maintenance(client, recorder, nm)
         result["changed"] = result["deleted"]
         result["diff"] = {"before": lifecycle.view(nm), "after": {}}
         return
-    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"], check_mode,
+    made = lifecycle.ensure_maintenance(client, recorder, node, params["reason"], params["name"],
                                         params["run_id"] or "")
     status = {k: v for k, v in (params["status"] or {}).items() if v is not None}
-    nm, status_changed = maintenance.update_status(client, made["nm"], status, check_mode)
+    nm, status_changed = maintenance.update_status(client, made["nm"], status)
     lifecycle.record_on(client, recorder, nm, params["events"], node)
     result.update(created=made["created"], maintenance=maintenance.summary(nm),
                   changed=result["changed"] or made["created"] or status_changed or bool(params["events"]),
                   diff={"before": lifecycle.view(made["before"]), "after": lifecycle.view(nm)})
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validate(params)
     result = {"changed": False}
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     if params["object"] == "crd":
-        result["crd"] = crd.ensure(client, check_mode) if params["state"] == "present" else crd.remove(client, check_mode)
+        result["crd"] = crd.ensure(client) if params["state"] == "present" else crd.remove(client)
         result["changed"] = result["crd"]["changed"]
         if result["crd"]["state"] == "foreign":
             result["warnings"] = ["the NodeMaintenance CRD was installed by someone else (the Node Maintenance "
                                   "Operator?); it was left as it is"]
     else:
         if params["install_crd"] and params["state"] == "present":
-            result["crd"] = crd.ensure(client, check_mode)
+            result["crd"] = crd.ensure(client)
             result["changed"] = result["crd"]["changed"]
-        _maintenance(client, params, check_mode, result, recorder)
+        _maintenance(client, params, result, recorder)
     if (result.get("crd") or {}).get("warning"):  # a server without CRD validation rules
         result["warnings"] = result.get("warnings", []) + [result["crd"]["warning"]]
     result["events"] = recorder.recorded

@@ -252,7 +252,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import o
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validation.seconds(params["progress_interval"], "progress_interval")
     params, warnings = specs.drain_params(params)
     opts = DrainOptions.from_params(params)
@@ -263,7 +263,7 @@ def core(client, params, check_mode):
         with_operator = params["operator"]
         if with_operator is None:
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
-        result = operator.follow_drain(client, opts, check_mode) if with_operator else drain(client, opts, check_mode)
+        result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
     if warnings:
         result["warnings"] = warnings + list(result.get("warnings") or [])
     return result

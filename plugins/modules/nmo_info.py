@@ -179,7 +179,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import r
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, in_maintenance, missing
 
 
-def core(client, params, check_mode):
+def core(client, params):
     waited, node_read, seen = None, None, None
     guard = runs.NoGuard()
     if params["wait_ready"]:

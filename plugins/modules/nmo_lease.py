@@ -167,11 +167,11 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption
 
 
-def core(client, params, check_mode):
+def core(client, params):
     req = disruption.Request.from_params(params, params["maintenance"])
     if params["state"] == "released":
-        return disruption.release(client, req, check_mode)
-    return disruption.acquire(client, req, check_mode)
+        return disruption.release(client, req)
+    return disruption.acquire(client, req)
 
 
 ARGUMENT_SPEC = {

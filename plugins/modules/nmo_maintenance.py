@@ -360,11 +360,11 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import d
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
 
-def begin(client, opts, check_mode, when_owned):
+def begin(client, opts, when_owned):
     """The begin; with when_owned=skip, a node another live run holds (found as it begins: the
     same rule as the plan, at the moment of the write) is a clean answer, not a failure."""
     try:
-        return lifecycle.begin(client, opts, check_mode)
+        return lifecycle.begin(client, opts)
     except runs.OwnedByLiveRun as exc:
         # only the refusal before any write names the owner (a lost adoption race does not)
         if when_owned != "skip" or "owner_run" not in exc.details or exc.details.get("reached"):
@@ -376,7 +376,7 @@ def begin(client, opts, check_mode, when_owned):
                 "waited": 0.0, "events": [], "diff": {"before": {}, "after": {}}}
 
 
-def core(client, params, check_mode):
+def core(client, params):
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
@@ -388,13 +388,13 @@ def core(client, params, check_mode):
         # the run's start checked the CRD: each begin need not read it again
         opts = replace(opts, mode=mode, install_crd=opts.install_crd and not crd_checked)
     if params["state"] == "absent":
-        return lifecycle.end(client, opts, check_mode)
+        return lifecycle.end(client, opts)
     if params["state"] == "failed":
         reached = params["reached"] if params["reached"] is not None else list(lifecycle.BEGIN_STEPS)
         phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
-        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"], check_mode,
+        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"],
                                 policy=params["policy"], phase=phase)
-    result = begin(client, opts, check_mode, params["when_owned"])
+    result = begin(client, opts, params["when_owned"])
     result.setdefault("mode", opts.mode)
     return result
 

@@ -151,7 +151,7 @@ def entry(planned, report):
     return {**planned.as_dict(), "report": report}
 
 
-def core(client, params, check_mode):
+def core(client, params):
     if params["run_id"]:
         runs.validate_id(params["run_id"])
     if not params["node"] and params["nodes"] is None:

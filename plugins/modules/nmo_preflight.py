@@ -163,7 +163,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions, preflight
 
 
-def core(client, params, check_mode):
+def core(client, params):
     params, warnings = specs.drain_params(params)
     result = preflight(client, PreflightOptions.from_params(params))
     if warnings:

@@ -113,8 +113,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.recover import RecoverOptions, recover
 
 
-def core(client, params, check_mode):
-    return recover(client, RecoverOptions.from_params(params), check_mode)
+def core(client, params):
+    return recover(client, RecoverOptions.from_params(params))
 
 
 ARGUMENT_SPEC = {

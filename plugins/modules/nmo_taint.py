@@ -99,12 +99,12 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.taints impor
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import nodes
 
 
-def core(client, params, check_mode):
+def core(client, params):
     validation.node_name(params["node"])
     wanted = params["taints"] if params["taints"] is not None else MAINTENANCE_TAINTS
     validation.taints(wanted)
     change = Wanted(add=list(wanted)) if params["state"] == "present" else Wanted(remove=list(wanted))
-    done = nodes.apply(client, params["node"], change, check_mode)
+    done = nodes.apply(client, params["node"], change)
     before, after = done.before["taints"], done.after["taints"]
     return {"changed": done.changed, "taints_before": before, "taints_after": after, "warnings": done.held,
             "diff": {"before": {"taints": before}, "after": {"taints": after}}}

@@ -146,7 +146,7 @@ def params(world: Any, node: str, state: str) -> Dict[str, Any]:
 
 def test_end_outlives_an_api_server_that_is_down_when_it_starts(restarts, cluster, world):
     (node,) = world.add_nodes(workers=1)
-    begun = nmo_maintenance.core(cluster.client, params(world, node, "present"), False)
+    begun = nmo_maintenance.core(cluster.client, params(world, node, "present"))
     assert node_clean(cluster.client, node) is not None and begun["reached"] == ["maintenance", "lease", "taints",
                                                                                  "cordon"]
     prefix = f"t{world.id}-slot"
@@ -155,7 +155,7 @@ def test_end_outlives_an_api_server_that_is_down_when_it_starts(restarts, cluste
     client = FailureCountingClient(cluster.client.configuration)
     cluster.stop("kube-apiserver")
     try:
-        ending = Background(lambda: nmo_maintenance.core(client, params(world, node, "absent"), False))
+        ending = Background(lambda: nmo_maintenance.core(client, params(world, node, "absent")))
         # The End is under way and meets the stopped server (connection refused, retried).
         wait_for(lambda: len(client.failures) >= 3, 30, "the End asking the stopped API server")
     finally:

@@ -54,27 +54,42 @@ def execute(core, diff: bool = True, warnings: List[str] = ()) -> Dict[str, Any]
 
 
 def test_an_nmo_error_is_a_failure_with_its_details() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         raise InputError("node: '..' is not a valid node name", option="node", reached=None)
 
     assert execute(core) == {"failed": True, "msg": "node: '..' is not a valid node name", "option": "node"}
 
 
 def test_a_missing_package_is_named_for_the_action() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         raise ConnectionConfigError("needs kubernetes", missing_library="kubernetes")
 
     assert in_process.missing_import(execute(core))
 
 
 def test_diff_only_when_asked_and_connection_warnings_first() -> None:
-    def core(client: Any, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
         return {"diff": {"before": 1, "after": 2}, "warnings": ["from the core"]}
 
     shown = execute(core, diff=True, warnings=["api_key with a certificate"])
     assert shown["diff"] == {"before": 1, "after": 2} and shown["changed"] is False and shown["api_requests"] == 7
     assert shown["warnings"] == ["api_key with a certificate", "from the core"]
     assert "diff" not in execute(core, diff=False)
+
+
+def test_the_core_sees_ansibles_check_mode_as_the_clients_dry_run() -> None:
+    """The stores and workflows read the dry run from the client: the adapter sets it on every
+    call, so a client kept from a check-mode call never makes the next real call a dry run."""
+    seen: List[bool] = []
+
+    def core(client: Any, params: Dict[str, Any]) -> Dict[str, Any]:
+        seen.append(client.dry_run)
+        return {}
+
+    client = Connected([])
+    for check_mode in (True, False):
+        adapter.execute({"kubeconfig": None}, core, check_mode, False, client=client)
+    assert seen == [True, False]
 
 
 def test_a_kubeconfig_dict_is_refused() -> None:

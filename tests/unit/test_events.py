@@ -8,6 +8,12 @@ NM = {"apiVersion": "nodemaintenance.medik8s.io/v1beta1", "kind": "NodeMaintenan
       "metadata": {"name": "maintenance-w1", "uid": "u-1", "resourceVersion": "42"}}
 
 
+class DryRunOnly:
+    """A client in dry run with no way to send anything: a request would fail on it."""
+
+    dry_run = True
+
+
 def test_the_reference_names_the_object_and_its_namespace_only_when_it_has_one():
     assert events.reference(NM) == {"apiVersion": "nodemaintenance.medik8s.io/v1beta1", "kind": "NodeMaintenance",
                                     "name": "maintenance-w1", "uid": "u-1", "resourceVersion": "42"}
@@ -28,7 +34,7 @@ def test_an_event_name_is_the_same_for_the_same_story_and_differs_otherwise():
 
 
 def test_check_mode_records_the_design_type_and_text_and_makes_no_request():
-    recorder = events.EventRecorder(client=None, check_mode=True)  # a request would fail on None
+    recorder = events.EventRecorder(DryRunOnly())  # a request would fail: it has no methods
     assert recorder.record(NM, events.FAILED_MAINTENANCE) is None
     recorder.record(NM, events.CORDON, "Cordoned node w1")
     recorder.record(NM, "SomethingNew")

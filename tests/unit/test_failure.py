@@ -81,7 +81,7 @@ def test_a_rolled_back_node_says_so_and_nothing_claims_a_rollback_that_did_not_h
     assert "NodeMaintenance maintenance-w1 is kept as Failed" in back
     nothing = failure.message("w1", 'node "w1" not found in cluster', outcome(reached=[], maintenance=None))
     assert "Nothing was written for it" in nothing and "rolled back" not in nothing
-    dry = failure.message("w1", "Begin: x", outcome(check_mode=True))
+    dry = failure.message("w1", "Begin: x", outcome(dry_run=True))
     assert "Check mode: nothing was written" in dry and "rolled back" not in dry
 
 

@@ -436,6 +436,20 @@ def test_a_delete_retried_after_a_reset_counts_as_done() -> None:
     assert not maintenance.delete(client, {"metadata": {"name": "maintenance-a"}})
 
 
+def test_a_client_in_dry_run_plans_the_writes_and_sends_none() -> None:
+    """The stores read the dry run from the client: the same answer as the write would give,
+    and no request (the fake transport has no answer to give one)."""
+    from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
+
+    client = fake_client()
+    client.dry_run = True
+    nm = {"metadata": {"name": "maintenance-a"}, "status": {"phase": "Running"}}
+    assert maintenance.delete(client, nm)
+    planned, changed = maintenance.update_status(client, nm, {"phase": "Failed"})
+    assert changed and planned["status"]["phase"] == "Failed" and nm["status"]["phase"] == "Running"
+    assert client.requests == 0
+
+
 # -- the pre-flight's dry runs ---------------------------------------------------------------------
 def dry_run(*answers: Any) -> Any:
     from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import PodPlan

@@ -48,6 +48,8 @@ def test_a_crd_stored_without_its_rule_is_noticed() -> None:
 
 
 class FakeClient:
+    dry_run = False
+
     def __init__(self, existing) -> None:
         self.existing = existing
 

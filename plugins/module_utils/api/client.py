@@ -151,6 +151,10 @@ class Client:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.requests = 0
+        # Ansible's check mode, set by the adapter on each call: the stores and workflows read it here
+        # instead of taking a flag through every call. Nothing is sent differently because of it:
+        # each writer decides what a dry run skips (most skip the write and return the plan).
+        self.dry_run = False
         self.requests_by: Dict[str, int] = {}  # request_kind -> count: where the requests went
         self.warnings: List[str] = list(getattr(configuration, "warnings", None) or [])
         self._lock = threading.Lock()

@@ -107,14 +107,14 @@ def message(node: str, error: str, outcome: Dict[str, Any]) -> str:
     """The failed node's last line: what failed, what was done about it, where the node is, what to run.
 
     ``outcome``: phase, policy, kept, rolled_back, recorded, reached (the begin steps done),
-    maintenance (its name, or None), state (node_state), check_mode, warnings (a record that
-    failed, say), left_to (another live run holds it now).
+    maintenance (its name, or None), state (node_state), dry_run (Ansible's check mode), warnings
+    (a record that failed, say), left_to (another live run holds it now).
     """
     head = f"maintenance of node {node} failed ({outcome['phase'].replace('_', '-')} phase): {error}."
     if outcome.get("left_to"):
         return (f"{head} Run {outcome['left_to']}, alive, holds its maintenance now: nothing was changed; "
                 "that run ends it.")
-    if outcome.get("check_mode"):
+    if outcome.get("dry_run"):
         return f"{head} Check mode: nothing was written, nothing to roll back."
     if not outcome.get("reached") and not outcome.get("maintenance"):
         return f"{head} Nothing was written for it: the node is as it was."

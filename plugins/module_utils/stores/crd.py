@@ -164,7 +164,7 @@ def rule_dropped(crd: Dict[str, Any]) -> bool:
     return False
 
 
-def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
+def ensure(client: Any) -> Dict[str, Any]:
     """Install our CRD, or upgrade an older revision of it; leave one installed by NMO alone.
 
     Returns ``{"state": created|upgraded|unchanged|foreign, "changed": bool}``, with
@@ -174,7 +174,7 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     wanted = manifest()
     if existing is None:
         result = {"state": "created", "changed": True}
-        if not check_mode:
+        if not client.dry_run:
             with _install_permission("is not installed", "install"):
                 stored = client.post(CRD_PATH, wanted)
             _wait_established(client)
@@ -185,7 +185,7 @@ def ensure(client: Any, check_mode: bool = False) -> Dict[str, Any]:
     if installed_revision(existing) == SCHEMA_REVISION:
         return _note_rule({"state": "unchanged", "changed": False}, existing)
     result = {"state": "upgraded", "changed": True}
-    if not check_mode:
+    if not client.dry_run:
         wanted["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         older = f"is at revision {installed_revision(existing) or 'none'}, this collection ships {SCHEMA_REVISION}"
         with _install_permission(older, "upgrade"):
@@ -216,13 +216,13 @@ def _install_permission(state: str, verb: str) -> Iterator[None]:
             "ansible localhost -m nmo.maintenance.nmo_crd -a object=crd. See docs/rbac.md.", status=403) from None
 
 
-def remove(client: Any, check_mode: bool = False) -> Dict[str, Any]:
+def remove(client: Any) -> Dict[str, Any]:
     """Delete our CRD (and with it every NodeMaintenance); never one installed by NMO."""
     existing = client.get_or_none(paths.crd(CRD_NAME))
     if existing is None:
         return {"state": "absent", "changed": False}
     if not is_ours(existing):
         return {"state": "foreign", "changed": False}
-    if not check_mode:
+    if not client.dry_run:
         client.delete(paths.crd(CRD_NAME))
     return {"state": "deleted", "changed": True}

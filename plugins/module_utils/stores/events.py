@@ -71,9 +71,8 @@ def reference(obj: Dict[str, Any]) -> Dict[str, Any]:
 class EventRecorder:
     """Records aggregated events; remembers counts so a repeat costs one PATCH."""
 
-    def __init__(self, client: Client, check_mode: bool = False) -> None:
-        self.client = client
-        self.check_mode = check_mode
+    def __init__(self, client: Client) -> None:
+        self.client = client  # in a dry run, events are only remembered in ``recorded``
         self._counts: Dict[str, int] = {}
         self.recorded: list = []
         self.warnings: List[str] = []  # events the API server did not take
@@ -103,7 +102,7 @@ class EventRecorder:
         ref.pop("resourceVersion", None)
         if not again:
             self.recorded.append({"reason": reason, "type": etype, "message": message})
-        if self.check_mode:
+        if self.client.dry_run:
             return None
         namespace = ref.get("namespace") or EVENT_NAMESPACE
         name = self.event_name(ref, etype, reason, message)

@@ -49,11 +49,11 @@ def run_alive(client: Client, run_id: str, namespace: str, now: datetime) -> boo
 leases_path = paths.leases  # the name callers and tests know
 
 
-def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE, check_mode: bool = False) -> bool:
-    """Create the leases namespace when missing; True when it was (or would be) created."""
+def ensure_namespace(client: Client, namespace: str = LEASE_NAMESPACE) -> bool:
+    """Create the leases namespace when missing; True when it was (or, in a dry run, would be) created."""
     if client.get_or_none(paths.namespace(namespace)) is not None:
         return False
-    if not check_mode:
+    if not client.dry_run:
         try:
             client.post(paths.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         except Conflict:
@@ -121,12 +121,12 @@ def delete(client: Client, lease: Lease) -> bool:
 
 def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEFAULT_DURATION,
                        namespace: str = LEASE_NAMESPACE, identity: str = HOLDER,
-                       check_mode: bool = False, run_id: str = "") -> Outcome:
+                       run_id: str = "") -> Outcome:
     """Create, renew or take over the node's lease; BLOCKED when someone else validly holds it,
     or when it is held under our holder name for another run that is still alive."""
     name = node_lease_name(node["metadata"]["name"])
     owner = owner_reference(node)
-    if not check_mode:
+    if not client.dry_run:
         # Created without a read first: a node's lease is new at almost every maintenance. When
         # it exists (409 AlreadyExists), it is read and judged below as if read first.
         body = with_run(new_lease(name, namespace, identity, duration, client.server_now(), owner), run_id)
@@ -150,7 +150,7 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
             body = with_run(new_lease(name, namespace, identity, duration, now, owner), run_id)
         else:
             body = with_run(renewed(current, identity, duration, now, reset_acquire, owner), run_id)
-        if check_mode:
+        if client.dry_run:  # the lease as it would be written
             return Outcome(action, name, current, body)
         try:
             return Outcome(action, name, current, write(client, body, current))
@@ -162,7 +162,7 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
 
 def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix: str = SLOT_PREFIX,
                  duration: int = DEFAULT_DURATION, namespace: str = LEASE_NAMESPACE,
-                 check_mode: bool = False, run_id: str = "",
+                 run_id: str = "",
                  seen: Optional[List[Lease]] = None) -> Tuple[Outcome, List[Lease]]:
     """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others).
     ``seen``: a list of the namespace just made by the caller, used for the first try."""
@@ -192,7 +192,7 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
             else:
                 body = without_node_owner(with_run(renewed(existing, node_name, duration, now, reset_acquire, None),
                                                    run_id))
-            if check_mode:
+            if client.dry_run:  # the slot as it would be written
                 return Outcome(action, name, existing, body), slot_plan.blockers
             try:
                 return Outcome(action, name, existing, write(client, body, existing)), slot_plan.blockers
@@ -202,7 +202,7 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
                                 f"({MAX_ATTEMPTS} attempts): run again")
 
 
-def release(client: Client, namespace: str, name: str, identity: str, check_mode: bool = False,
+def release(client: Client, namespace: str, name: str, identity: str,
             run_id: str = "", seen: Optional[List[Lease]] = None) -> Tuple[str, Optional[Lease]]:
     """Delete the lease when ``identity`` holds it, and not for another run that is alive.
     Returns (deleted|absent|held_by_other, lease). ``seen``: a list of the namespace just
@@ -218,7 +218,7 @@ def release(client: Client, namespace: str, name: str, identity: str, check_mode
         if holder(current) != identity or (other_run and other_run != run_id and run_alive(
                 client, other_run, namespace, client.server_now())):
             return "held_by_other", current
-        if check_mode:
+        if client.dry_run:
             return "deleted", current
         try:
             return ("deleted" if delete(client, current) else "absent"), current

@@ -64,7 +64,7 @@ def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
 
 
 def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
-           check_mode: bool = False, run_id: str = "", operator: bool = False,
+           run_id: str = "", operator: bool = False,
            items: Optional[List[Dict[str, Any]]] = None, node_read: bool = False) -> Tuple[Dict[str, Any], bool]:
     """The node's NodeMaintenance, created (phase Pending) when there is none.
 
@@ -83,7 +83,7 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
                                f"({existing['metadata']['name']}); resume that one or delete it first")
         return existing, False
     name = name or default_name(node)
-    if check_mode:
+    if client.dry_run:  # the create would be refused when the name is taken: look first
         taken = get(client, name)
         if taken is not None:
             raise RefusedError(taken_message(name, taken))
@@ -93,7 +93,7 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     if run_id:
         notes[RUN_ANNOTATION] = run_id
     body["metadata"]["annotations"] = notes
-    if check_mode:
+    if client.dry_run:
         body["status"] = {"phase": "Pending"}
         return body, True
     try:  # created without a read first: the name is free at almost every maintenance
@@ -120,12 +120,11 @@ def taken_message(name: str, taken: Dict[str, Any]) -> str:
             "choose another name")
 
 
-def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,
-          check_mode: bool = False) -> Dict[str, Any]:
+def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str) -> Dict[str, Any]:
     """Make ``run_id`` the NodeMaintenance's run, only if nobody changed it since it was read
     (two runs adopting at once: one wins, the other gets Conflict)."""
     annotations = {RUN_ANNOTATION: run_id, ADOPTED_ANNOTATION: previous or "none"}
-    if check_mode:
+    if client.dry_run:
         merged = dict(nm)
         kept = nm["metadata"].get("annotations") or {}
         merged["metadata"] = {**nm["metadata"], "annotations": {**kept, **annotations}}
@@ -148,14 +147,13 @@ def status_changes(nm: Dict[str, Any], wanted: Dict[str, Any]) -> Dict[str, Any]
     return {k: v for k, v in wanted.items() if v is not None and current.get(k) != v}
 
 
-def update_status(client: Client, nm: Dict[str, Any], wanted: Dict[str, Any],
-                  check_mode: bool = False) -> Tuple[Dict[str, Any], bool]:
+def update_status(client: Client, nm: Dict[str, Any], wanted: Dict[str, Any]) -> Tuple[Dict[str, Any], bool]:
     """Write the status fields that differ (plus lastUpdate); no request when none do."""
     changes = status_changes(nm, wanted)
     if not changes:
         return nm, False
     changes["lastUpdate"] = now_rfc3339()
-    if check_mode:
+    if client.dry_run:
         merged = dict(nm)
         merged["status"] = {**(nm.get("status") or {}), **changes}
         return merged, True
@@ -180,10 +178,9 @@ def finalizer_advice(name: str) -> str:
             "-p '[{\"op\": \"remove\", \"path\": \"/metadata/finalizers\"}]') and run again")
 
 
-def delete(client: Client, nm: Dict[str, Any], check_mode: bool = False,
-           wait: float = FINALIZER_WAIT) -> bool:
+def delete(client: Client, nm: Dict[str, Any], wait: float = FINALIZER_WAIT) -> bool:
     """Delete it, and wait until it is gone: a finalizer (NMO's) keeps it until its owner lets go."""
-    if check_mode:
+    if client.dry_run:
         return True
     name = nm["metadata"]["name"]
     try:

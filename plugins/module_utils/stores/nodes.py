@@ -38,7 +38,7 @@ class Applied:
 Want = Union[Wanted, Callable[[Dict[str, Any]], Wanted]]
 
 
-def apply(client: Client, name: str, want: Want, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+def apply(client: Client, name: str, want: Want, node: Optional[Dict[str, Any]] = None,
           before_write: Optional[Callable[[int], None]] = None) -> Applied:
     """Take the node to ``want`` (a Wanted, or a function of the node as read) in one request.
 
@@ -55,7 +55,7 @@ def apply(client: Client, name: str, want: Want, check_mode: bool = False, node:
         first = first or current
         if not current.changed:
             return Applied(first.before, current.after, node, attempt > 0, current.held)
-        if check_mode:
+        if client.dry_run:
             return Applied(first.before, current.after, node, True, current.held)
         if before_write:
             before_write(attempt)

@@ -109,14 +109,12 @@ def _earliest(items: List[leases.Lease]) -> Optional[datetime]:
 class Attempt:
     """One node's try at the guard, a slot and its lease; repeatable while waiting."""
 
-    def __init__(self, client: Client, req: Request, node: Dict[str, Any], flavour: Optional[str],
-                 check_mode: bool) -> None:
+    def __init__(self, client: Client, req: Request, node: Dict[str, Any], flavour: Optional[str]) -> None:
         self.client = client
         self.req = req
         self.node = node
         self.flavour = flavour
-        self.check_mode = check_mode
-        self.run_guard = run.NoGuard() if check_mode else run.guard_for(client, req.run_id, req.namespace)
+        self.run_guard = run.NoGuard() if client.dry_run else run.guard_for(client, req.run_id, req.namespace)
 
     def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
         req = self.req
@@ -131,7 +129,7 @@ class Attempt:
                        never=verdict.never, verdict=verdict)
 
     def give_back(self, slot: leases.Outcome) -> None:
-        if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.check_mode and slot.after is not None:
+        if slot.action in (leases.CREATE, leases.TAKE_OVER) and not self.client.dry_run and slot.after is not None:
             lease_store.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
     def run(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
@@ -155,14 +153,14 @@ class Attempt:
             if busy is not None:
                 return busy
         slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
-                                                req.namespace, self.check_mode, req.run_id, seen=seen)
+                                                req.namespace, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
             return Blocked("slot", message, BLOCKED, message, [_lease_holder("slot", s) for s in others],
                            due=_earliest(others))
         newly = slot.action in (leases.CREATE, leases.TAKE_OVER)
-        if self.flavour and newly and req.concurrency > 1 and not self.check_mode:
+        if self.flavour and newly and req.concurrency > 1 and not self.client.dry_run:
             verdict = self.guard(slot.after)  # another control-plane node may have passed the guard with us
             if not verdict.allowed:
                 self.give_back(slot)
@@ -170,7 +168,7 @@ class Attempt:
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
             return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
         lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace,
-                                               check_mode=self.check_mode, run_id=req.run_id)
+                                               run_id=req.run_id)
         if lease.action == leases.BLOCKED:
             self.give_back(slot)
             return self.lease_blocked(lease.before)
@@ -201,13 +199,11 @@ class Attempt:
 class Reporter:
     """Tells the NodeMaintenance (or the Node) about each new blocking situation, once."""
 
-    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any],
-                 check_mode: bool) -> None:
+    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any]) -> None:
         self.client = client
         self.nm = nm
         self.involved = nm or node
-        self.recorder = EventRecorder(client, check_mode)
-        self.check_mode = check_mode
+        self.recorder = EventRecorder(client)
         self.holders: List[Dict[str, Any]] = []
         self._last: Optional[str] = None
 
@@ -223,7 +219,7 @@ class Reporter:
             # errorOnLeaseCount is NMO's: above 3 it fails the maintenance and undoes the node.
             # A wait for our turn is not a lost lease, so it is never counted there.
             self.nm, _changed = maintenance.update_status(self.client, self.nm, {
-                "phase": "Pending", "lastError": blocked.message}, self.check_mode)
+                "phase": "Pending", "lastError": blocked.message})
 
     def acquired(self, outcome: Acquired) -> None:
         if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
@@ -232,7 +228,7 @@ class Reporter:
             self.recorder.record(self.involved, LEASE_ACQUIRED, f"{REASONS[LEASE_ACQUIRED][1]}: {names}")
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and self._last is not None and status.get("lastError") == self._last:
-            self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""}, self.check_mode)[0]
+            self.nm = maintenance.update_status(self.client, self.nm, {"lastError": ""})[0]
 
 
 def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
@@ -302,7 +298,7 @@ def _entry(role: str, outcome: leases.Outcome) -> Dict[str, Any]:
 UNREAD: Any = object()  # acquire(nm=...): not read by the caller
 
 
-def acquire(client: Client, req: Request, check_mode: bool = False, node: Optional[Dict[str, Any]] = None,
+def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
             nm: Any = UNREAD, seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
     """Take the node's slot and lease (docs/design.md §4.2, §4.3), waiting for them when ``req.wait``.
     A caller that has just read the node, the NodeMaintenance named by ``req.maintenance``
@@ -312,18 +308,18 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
     if nm is UNREAD:
         nm = _find_maintenance(client, req)
     flavour = etcd_guard.detect(client, req.etcd) if is_control_plane(node) else None
-    # In check mode the namespace is looked for; otherwise it is made only when a lease
+    # In a dry run the namespace is looked for; otherwise it is made only when a lease
     # cannot be created for its absence (the run start made it: almost never).
-    ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode) if check_mode else False
-    attempt = Attempt(client, req, node, flavour, check_mode)
-    reporter = Reporter(client, nm, node, check_mode)
+    ns_created = lease_store.ensure_namespace(client, req.namespace) if client.dry_run else False
+    attempt = Attempt(client, req, node, flavour)
+    reporter = Reporter(client, nm, node)
     started = time.monotonic()
     result: Dict[str, Any] = {"node": req.node, "state": "acquired", "maintenance": (nm or {}).get(
         "metadata", {}).get("name"), "namespace_created": ns_created}
     try:
         outcome = attempt.run(seen)
     except lease_store.NamespaceMissing:
-        result["namespace_created"] = ns_created = lease_store.ensure_namespace(client, req.namespace, check_mode)
+        result["namespace_created"] = ns_created = lease_store.ensure_namespace(client, req.namespace)
         outcome = attempt.run()
     if isinstance(outcome, Blocked):
         reporter.holders = list(outcome.holders)
@@ -333,7 +329,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
             raise RefusedError(outcome.message, holders=outcome.holders, etcd=verdict)
         if not req.wait:
             raise BlockedError(outcome.message, holders=outcome.holders, etcd=verdict)
-        if check_mode:
+        if client.dry_run:
             return {**result, "changed": False, "would_wait": True, "blocked": outcome.message,
                     "holders": outcome.holders, "etcd": verdict, "acquired": [], "waited": 0.0,
                     "warnings": [f"check mode: would wait: {outcome.message}"]}
@@ -359,7 +355,7 @@ def acquire(client: Client, req: Request, check_mode: bool = False, node: Option
             "warnings": warnings}
 
 
-def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UNREAD) -> Dict[str, Any]:
+def release(client: Client, req: Request, nm: Any = UNREAD) -> Dict[str, Any]:
     """Delete the node lease and the node's slots, each only when ours; report the others.
     ``nm``: the NodeMaintenance the caller has read (None: none), told of the release."""
     req.validate()
@@ -372,7 +368,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
-        action, lease = lease_store.release(client, req.namespace, lease_name, identity, check_mode,
+        action, lease = lease_store.release(client, req.namespace, lease_name, identity,
                                             run_id=req.run_id, seen=seen)
         if lease is None:
             continue
@@ -390,7 +386,7 @@ def release(client: Client, req: Request, check_mode: bool = False, nm: Any = UN
         involved = nm or client.get_or_none(paths.node(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)
-            recorder = EventRecorder(client, check_mode)
+            recorder = EventRecorder(client)
             recorder.record(involved, LEASE_RELEASED, f"{REASONS[LEASE_RELEASED][1]}: {names}")
             warnings += recorder.warnings
     return {"node": req.node, "state": "released", "changed": bool(released), "released": released,

@@ -150,11 +150,11 @@ def send(client: Client, plan: PodPlan, action: str, grace_period: Optional[int]
     return outcome_of(None, plan.key)
 
 
-def read_maintenance(client: Client, opts: DrainOptions, check_mode: bool = False) -> Optional[Dict[str, Any]]:
+def read_maintenance(client: Client, opts: DrainOptions) -> Optional[Dict[str, Any]]:
     if not opts.maintenance:
         return None
     nm = maintenance.get(client, opts.maintenance)
-    if nm is None and check_mode:  # a dry run's begin only imagined it: the drain's dry run goes on without
+    if nm is None and client.dry_run:  # a dry run's begin only imagined it: the drain's dry run goes on without
         return None
     if nm is None:
         raise InputError(f"NodeMaintenance {opts.maintenance} not found: create it first, "
@@ -493,17 +493,17 @@ def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dic
                      "after": {"pods": [], "plan": plan}}}
 
 
-def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[str, Any]:
+def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
     """Drain ``opts.node``; returns the result, raises DrainFailed (result in details)."""
     started, first_request = time.monotonic(), client.requests
     opts.validate()
     node = read_node(client, opts.node)
-    nm = read_maintenance(client, opts, check_mode)
+    nm = read_maintenance(client, opts)
     listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
     plans = [classify(pod, selection) for pod in listing.get("items", [])]
     warnings: List[str] = []
-    if not node.get("spec", {}).get("unschedulable") and not check_mode:  # a dry run's begin cordoned nothing
+    if not node.get("spec", {}).get("unschedulable") and not client.dry_run:  # a dry run's begin cordoned nothing
         warnings.append(f"node {opts.node} is schedulable: evicted pods may be scheduled back onto it; cordon it first")
     result: Dict[str, Any] = {
         "node": opts.node, "maintenance": opts.maintenance, "pods_found": len(plans),
@@ -513,7 +513,7 @@ def drain(client: Client, opts: DrainOptions, check_mode: bool = False) -> Dict[
     if refused:
         raise DrainFailed(refusal_message(opts.node, refused), refused=[p.brief() for p in refused], **result)
     acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT)]
-    if check_mode:
+    if client.dry_run:  # the plan, with the API server's dry-run verdict a pod
         result.update({f"would_{a}": [p.brief() for p in acting if p.action == a] for a in (EVICT, DELETE, WAIT)})
         result.update(check_plan(client, opts, acting))
         result.update(changed=bool(acting), elapsed=round(time.monotonic() - started, 3),

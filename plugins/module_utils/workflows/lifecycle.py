@@ -92,7 +92,7 @@ class Progress:
 
 # -- steps shared with the single-purpose modules ------------------------------------------------
 def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
-                       name: Optional[str], check_mode: bool, run_id: str = "",
+                       name: Optional[str], run_id: str = "",
                        with_operator: bool = False, node_read: bool = False) -> Dict[str, Any]:
     """The node's NodeMaintenance, created with a BeginMaintenance event when missing.
 
@@ -113,13 +113,13 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
         state, owner = refuse_if_live_run(client, before, run_id, node)
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
-    nm, created = maintenance.ensure(client, node, reason, name, check_mode, run_id, with_operator, items=items,
+    nm, created = maintenance.ensure(client, node, reason, name, run_id, with_operator, items=items,
                                      node_read=node_read)
     if created and not with_operator:  # NMO records its own BeginMaintenance
         recorder.record(nm, events.BEGIN_MAINTENANCE)
     elif adopted_from is not None:
         try:
-            nm = maintenance.adopt(client, nm, run_id, owner, check_mode)
+            nm = maintenance.adopt(client, nm, run_id, owner)
         except Conflict:
             raise run.OwnedByLiveRun(f"node {node}: another run adopted its NodeMaintenance at the same moment; "
                                      "not adopted twice", maintenance=nm["metadata"]["name"]) from None
@@ -141,12 +141,11 @@ def refuse_if_live_run(client: Client, nm: Optional[Dict[str, Any]], run_id: str
     return state, owner
 
 
-def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optional[Dict[str, Any]],
-                       check_mode: bool) -> bool:
+def remove_maintenance(client: Client, recorder: events.EventRecorder, nm: Optional[Dict[str, Any]]) -> bool:
     """Delete it (RemovedMaintenance event); False when there was nothing to delete."""
     if nm is None:
         return False
-    deleted = maintenance.delete(client, nm, check_mode)
+    deleted = maintenance.delete(client, nm)
     if deleted:
         recorder.record(nm, events.REMOVED_MAINTENANCE)
     return deleted
@@ -168,7 +167,7 @@ def record_on(client: Client, recorder: events.EventRecorder, nm: Dict[str, Any]
 
 
 def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedulable: bool, label_key: str,
-           label: bool, check_mode: bool, maintenance_name: Optional[str] = None,
+           label: bool, maintenance_name: Optional[str] = None,
            annotations: Optional[Dict[str, Optional[str]]] = None, remove_taints: bool = False,
            node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the
@@ -183,7 +182,7 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
             return end_wanted(read, label_key, annotations)
         return cordon_wanted(read, unschedulable, label_key, label, annotations)
 
-    done = nodes.apply(client, name, want, check_mode, node=node)
+    done = nodes.apply(client, name, want, node=node)
     before, after = marking(done.before, label_key), marking(done.after, label_key)
     # what the begin found on the node and the end leaves (an administrator's cordon, a taint)
     kept = left_as_found(name, {"metadata": {"annotations": done.before["annotations"]}}) if remove_taints else []
@@ -205,40 +204,40 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
 
 
 # -- the two calls ---------------------------------------------------------------------------------
-def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+def begin(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     if opts.mode == operator.OPERATOR:
-        return begin_with_operator(client, opts, check_mode)
-    recorder = events.EventRecorder(client, check_mode)
+        return begin_with_operator(client, opts)
+    recorder = events.EventRecorder(client)
     progress = Progress()
-    guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
+    guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
     changed = False
     try:
         # One list of the leases namespace tells whether the run is still there (no write for
         # a run that is gone) and, a moment later, answers the lease step's first look.
         seen = None
-        if not check_mode and guard.namespace == opts.lease.namespace:
+        if not client.dry_run and guard.namespace == opts.lease.namespace:
             seen = lease_store.list_leases(client, opts.lease.namespace)
         guard.check(force=True, lease_list=seen)
         if opts.install_crd:
-            result["crd"] = crd.ensure(client, check_mode)
+            result["crd"] = crd.ensure(client)
             changed = result["crd"]["changed"]
         # read once for the NodeMaintenance (the node exists), the leases (owner, control
         # plane?) and the node patch, whose test ops catch a change made since
         node_read = nodes.read_node(client, opts.node)
-        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id,
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
                                   node_read=True)
         nm = made["nm"]
         name = nm["metadata"]["name"]
         result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
         progress.done("maintenance")
 
-        # a NodeMaintenance that only check mode imagined cannot be named to the guard
-        imagined = check_mode and made["created"]
+        # a NodeMaintenance that only a dry run imagined cannot be named to the guard
+        imagined = client.dry_run and made["created"]
         lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
                                                    maintenance=None if imagined else name),
-                                   check_mode, node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
+                                   node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
         progress.done("lease")
         guard.check()  # the lease wait may have lasted long: is the run still there?
 
@@ -246,7 +245,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         # from the node as read above: its test ops fail if someone wrote the node since (a
         # long lease wait, say), and the patch is then planned again from a new read
         done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
-                           check_mode, node=node_read)
+                           node=node_read)
         taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
                                                       done.changed)
         progress.done("taints")
@@ -263,7 +262,7 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
         or cordoned["changed"],
         reached=progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
-        held_leases=run.HELD_ALL if opts.run_id and not check_mode else run.HELD_NONE,
+        held_leases=run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE,
         waited=lease.get("waited", 0.0),
         taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
         events=recorder.recorded,
@@ -278,13 +277,13 @@ def begin(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, 
     return result
 
 
-def begin_with_operator(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     """Operator mode: the slot (and the etcd guard) first, since NMO starts on a new
     NodeMaintenance at once, then the NodeMaintenance, with no status of ours. NMO takes the
     node lease, the label, the taints and cordon, and drains."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
-    guard = run.NoGuard() if check_mode else run.guard_for(client, opts.run_id)
+    guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
         guard.check(force=True)
@@ -297,11 +296,10 @@ def begin_with_operator(client: Client, opts: Options, check_mode: bool = False)
                     "not make: the Node Maintenance Operator maintains it for someone else; it is left to them",
                     owner_run="", maintenance=existing["metadata"]["name"])
         lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
-                                                   maintenance=existing["metadata"]["name"] if existing else None),
-                                   check_mode)
+                                                   maintenance=existing["metadata"]["name"] if existing else None))
         progress.done("lease")
         guard.check()
-        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, check_mode, opts.run_id,
+        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
                                   with_operator=True)
         progress.done("maintenance")
     except NmoError as exc:
@@ -311,37 +309,37 @@ def begin_with_operator(client: Client, opts: Options, check_mode: bool = False)
         changed=made["created"] or bool(made["adopted_from"]) or lease["changed"], reached=progress.reached,
         created=made["created"], adopted_from=made["adopted_from"], maintenance=maintenance.summary(nm),
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease}, waited=lease.get("waited", 0.0),
-        held_leases=run.HELD_SLOT if opts.run_id and not check_mode else run.HELD_NONE,
+        held_leases=run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE,
         events=recorder.recorded, warnings=lease.get("warnings", []),
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"]},
               "after": {"maintenance": view(nm), **lease["diff"]["after"]}})
     return result
 
 
-def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+def end_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     """Operator mode: delete the NodeMaintenance and wait until NMO has let the node go (its
     finalizer), then release the slot. NMO uncordons, untaints, unlabels, releases its lease."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
         nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()
-        deleted = maintenance.delete(client, nm, check_mode) if nm is not None else False
+        deleted = maintenance.delete(client, nm) if nm is not None else False
         progress.done("maintenance")
         released = disruption.release(client, replace(opts.lease, node=opts.node, run_id=opts.run_id, operator=True,
-                                                      maintenance=None), check_mode)
+                                                      maintenance=None))
         progress.done("lease")
         node = client.get_or_none(paths.node(opts.node)) or {}  # a node deleted meanwhile has nothing left to end
         if opts.annotations and node:  # the campaign's done mark: ours to write, not NMO's
-            node = nodes.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)), check_mode,
+            node = nodes.apply(client, opts.node, Wanted(annotations=dict(opts.annotations)),
                                node=node).node
     except NmoError as exc:
         raise progress.fail(exc) from None
     warnings = list(released.get("warnings", []))
     taints = node.get("spec", {}).get("taints") or []
-    if not check_mode and (node.get("spec", {}).get("unschedulable") or any(
+    if not client.dry_run and (node.get("spec", {}).get("unschedulable") or any(
             t.get("key") == "medik8s.io/drain" for t in taints)):
         warnings.append(f"node {opts.node} is still cordoned or tainted after the Node Maintenance Operator let go")
     result.update(changed=deleted or released["changed"], reached=progress.reached, deleted=deleted,
@@ -354,7 +352,7 @@ def end_with_operator(client: Client, opts: Options, check_mode: bool = False) -
     return result
 
 
-def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, Any]:
+def end(client: Client, opts: Options) -> Dict[str, Any]:
     """docs/design.md §4.9: everything the begin did, undone, and the NodeMaintenance deleted.
 
     Not when a lease the run held for the node lapsed or changed hands since (``held_leases``):
@@ -362,20 +360,16 @@ def end(client: Client, opts: Options, check_mode: bool = False) -> Dict[str, An
     reported done; the task fails (LeaseLost) and the role's failure path says what happened."""
     opts.validate()
     warnings: List[str] = []
-    if not check_mode and opts.held_leases != run.HELD_NONE:
+    if not client.dry_run and opts.held_leases != run.HELD_NONE:
         guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
         guard.check(force=True)
         warnings = guard.warnings
-    if opts.mode == operator.OPERATOR:
-        done = end_with_operator(client, opts, check_mode)
-    else:
-        done = _undo(client, opts, BEGIN_STEPS, False, check_mode)
+    done = end_with_operator(client, opts) if opts.mode == operator.OPERATOR else _undo(client, opts, BEGIN_STEPS, False)
     done["warnings"] = warnings + list(done.get("warnings") or [])
     return done
 
 
-def rollback(client: Client, opts: Options, reached: List[str], keep_record: bool = True,
-             check_mode: bool = False) -> Dict[str, Any]:
+def rollback(client: Client, opts: Options, reached: List[str], keep_record: bool = True) -> Dict[str, Any]:
     """Undo exactly the begin steps in ``reached`` (a failed begin's ``reached``; all of them
     for a maintenance that got further), in the end's order, and nothing that was not ours.
 
@@ -392,15 +386,14 @@ def rollback(client: Client, opts: Options, reached: List[str], keep_record: boo
         return {"node": opts.node, "state": "absent", "run": opts.run_id, "changed": False, "reached": [],
                 "events": [], "warnings": [], "diff": {"before": {}, "after": {}}}
     if opts.mode == operator.OPERATOR:
-        return end_with_operator(client, opts, check_mode)
-    return _undo(client, opts, tuple(reached), keep_record, check_mode)
+        return end_with_operator(client, opts)
+    return _undo(client, opts, tuple(reached), keep_record)
 
 
-def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool,
-          check_mode: bool) -> Dict[str, Any]:
+def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool) -> Dict[str, Any]:
     """The end and the rollback, one implementation: uncordon and unlabel with the taints in
     one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance."""
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
     try:
@@ -409,7 +402,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
         try:
-            node_done = _undo_node(client, recorder, opts, reached, check_mode)
+            node_done = _undo_node(client, recorder, opts, reached)
         except (nodes.NodeGone, NotFound):  # deleted during its maintenance: nothing on it to undo, the rest is
             node_done = gone_node(opts.node)
             result["node_deleted"] = True
@@ -420,13 +413,13 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         progress.done("taints")
 
         released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name,
-                                                      run_id=opts.run_id), check_mode, nm=nm)
+                                                      run_id=opts.run_id), nm=nm)
         progress.done("lease")
 
         deleted = False
         if nm is not None and not keep_record:
             record_on(client, recorder, nm, opts.end_events, opts.node)
-            deleted = remove_maintenance(client, recorder, nm, check_mode)
+            deleted = remove_maintenance(client, recorder, nm)
         progress.done("maintenance")
     except NmoError as exc:
         raise progress.fail(exc) from None
@@ -446,10 +439,10 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
     return result
 
 
-def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, reached: Tuple[str, ...],
-               check_mode: bool) -> Dict[str, Any]:
+def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, reached: Tuple[str, ...]
+               ) -> Dict[str, Any]:
     if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
-        return cordon(client, recorder, opts.node, False, opts.label_key, True, check_mode,
+        return cordon(client, recorder, opts.node, False, opts.label_key, True,
                       annotations=opts.annotations, remove_taints="taints" in reached)
 
     # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
@@ -458,7 +451,7 @@ def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, re
         return Wanted(remove=[t for t in MAINTENANCE_TAINTS if t not in had] if "taints" in reached else [],
                       annotations=dict(opts.annotations or {}))
 
-    applied = nodes.apply(client, opts.node, untaint, check_mode)
+    applied = nodes.apply(client, opts.node, untaint)
     same = marking(applied.before, opts.label_key)
     return {"before": same, "after": same, "node": applied.node, "changed": applied.changed,
             "taints_before": applied.before["taints"], "taints_after": applied.after["taints"],
@@ -473,7 +466,7 @@ def gone_node(name: str) -> Dict[str, Any]:
 
 
 def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool = True,
-           check_mode: bool = False, policy: Optional[str] = None, phase: str = failure.WORK) -> Dict[str, Any]:
+           policy: Optional[str] = None, phase: str = failure.WORK) -> Dict[str, Any]:
     """A maintenance that failed, in one call: record it, then roll back or keep, then say where
     the node stands (``message``, the failed node's last line).
 
@@ -498,7 +491,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
                               "kept": False}
-    recorder = events.EventRecorder(client, check_mode)
+    recorder = events.EventRecorder(client)
     nm: Optional[Dict[str, Any]] = None
     try:
         nm = maintenance.find(client, opts.node) if reached else None
@@ -511,7 +504,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
             try:
                 nm, result["recorded"] = maintenance.update_status(
-                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)}, check_mode)
+                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)})
                 if result["recorded"]:  # the same failure told again is not news
                     recorder.record(nm, events.FAILED_MAINTENANCE,
                                     f"Failed a node maintenance: {truncate(error, 900)}")
@@ -530,7 +523,7 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         result["kept"] = kept and "maintenance" in reached and not result.get("node_deleted")
         result["changed"] = result["recorded"] or bool(recorder.recorded)
         if undo and reached:
-            undone = rollback(client, opts, reached, keep_record=True, check_mode=check_mode)
+            undone = rollback(client, opts, reached, keep_record=True)
             result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
             result["changed"] = result["changed"] or undone["changed"]
             result["rolled_back"] = True
@@ -545,13 +538,13 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     result["warnings"] += recorder.warnings
     result["maintenance"] = maintenance.summary(nm)
     report = None
-    if reached and not check_mode:  # where the node stands now, read once: the operator's last line says it
+    if reached and not client.dry_run:  # where the node stands now, read once: the operator's last line says it
         try:
             report = info.describe(client, node=opts.node, label_key=opts.label_key, events_limit=0)[0]
         except NmoError:
             report = None
     result["message"] = failure.message(opts.node, error, {
-        **result, "reached": reached, "check_mode": check_mode, "maintenance": (nm or {}).get("metadata", {}).get("name"),
+        **result, "reached": reached, "dry_run": client.dry_run, "maintenance": (nm or {}).get("metadata", {}).get("name"),
         "warnings": [w for w in result["warnings"] if w.startswith("the failure could not be recorded")],
         "state": failure.node_state(report, client.server_now()) if report else
         failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})

@@ -115,7 +115,7 @@ def follow(client: Client, name: str, node: str, timeout: float, guard: run.Guar
     return maintenance.summary(nm) or {}
 
 
-def follow_drain(client: Client, opts: Any, check_mode: bool) -> Dict[str, Any]:
+def follow_drain(client: Client, opts: Any) -> Dict[str, Any]:
     """nmo_drain operator=true: no eviction of ours; NMO's drain followed to its end."""
     opts.validate()
     nm = maintenance.get(client, opts.maintenance) if opts.maintenance else maintenance.find(client, opts.node)
@@ -125,7 +125,7 @@ def follow_drain(client: Client, opts: Any, check_mode: bool) -> Dict[str, Any]:
     name = nm["metadata"]["name"]
     result: Dict[str, Any] = {"node": opts.node, "maintenance": name, "operator": True, "changed": False,
                               "evicted": [], "deleted": []}
-    if check_mode:
+    if client.dry_run:  # NMO's drain is not ours to imagine: its status as it stands
         return {**result, "status": maintenance.summary(nm)}
     guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
     started = time.monotonic()

@@ -98,9 +98,9 @@ def message(unknown: List[str], failed: List[Dict[str, str]], failed_slots: List
     return "".join(parts).strip()
 
 
-def recover(client: Client, opts: RecoverOptions, check_mode: bool = False) -> Dict[str, Any]:
+def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
     """End each chosen node's maintenance, release its slots of other prefixes, then (unless in
-    check mode) read what is left of ours on them."""
+    a dry run) read what is left of ours on them."""
     reports = info.describe(client, label_key=opts.label_key, events_limit=0, only=opts.nodes)
     unknown = info.missing(opts.nodes, reports)
     if opts.nodes is None:
@@ -113,7 +113,7 @@ def recover(client: Client, opts: RecoverOptions, check_mode: bool = False) -> D
         end_opts = lifecycle.Options(node=node, lease=disruption.Request(node=node, slot_prefix=ended_prefix),
                                      label_key=opts.label_key)
         try:
-            ends[node] = lifecycle.end(client, end_opts, check_mode)
+            ends[node] = lifecycle.end(client, end_opts)
         except NmoError as exc:
             failed.append({"node": node, "msg": exc.message})
     released: List[Dict[str, Any]] = []
@@ -121,13 +121,12 @@ def recover(client: Client, opts: RecoverOptions, check_mode: bool = False) -> D
     if opts.slot_prefix is None:  # a prefix given says which slots to release: only those
         for slot in (s for r in reports for s in other_slots(r, ended_prefix)):
             try:
-                done = disruption.release(client, disruption.Request(node=slot["node"], slot_prefix=slot["prefix"]),
-                                          check_mode)
+                done = disruption.release(client, disruption.Request(node=slot["node"], slot_prefix=slot["prefix"]))
                 released.append({**slot, "changed": done["changed"]})
             except NmoError as exc:
                 failed_slots.append({**slot, "msg": exc.message})
     left: List[str] = []
-    if not check_mode and chosen:
+    if not client.dry_run and chosen:
         left = [text for r in info.describe(client, label_key=opts.label_key, events_limit=0, only=chosen)
                 for text in still_held(r)]
     others = [kept["lease"] for result in ends.values() for kept in result.get("not_released") or []]

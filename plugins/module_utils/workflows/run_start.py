@@ -15,8 +15,7 @@ from . import heartbeat, operator, run
 MAX_RUN_LEASE_DURATION = 3600
 
 
-def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], anchor_pid: int,
-          check_mode: bool) -> Dict[str, Any]:
+def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], anchor_pid: int) -> Dict[str, Any]:
     duration = params["duration"] if params.get("duration") is not None else run.RUN_LEASE_DURATION
     short = renewal.too_short(duration, "duration")
     if short:
@@ -39,10 +38,10 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         result["warnings"] = [kubernetes.warning]
     if params.get("install_crd"):
         # once a run, before any node: the begins then find it said on the run lease
-        result["crd"] = crd.ensure(client, check_mode)
+        result["crd"] = crd.ensure(client)
         if result["crd"].get("warning"):
             result.setdefault("warnings", []).append(result["crd"]["warning"])
-    if check_mode:
+    if client.dry_run:
         return result
     lease_store.ensure_namespace(client)
     run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")))
@@ -52,12 +51,12 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     return result
 
 
-def stop(client: Client, params: Dict[str, Any], check_mode: bool) -> Dict[str, Any]:
+def stop(client: Client, params: Dict[str, Any]) -> Dict[str, Any]:
     if not params.get("run_id"):
         raise InputError("run_id is required with state=stopped")
     run_id = run.validate_id(params["run_id"])
     held = run.read_lease(client, run_id) is not None
-    changed = held if check_mode else run.stop(client, run_id)
+    changed = held if client.dry_run else run.stop(client, run_id)
     return {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}", "changed": changed}
 
 

@@ -69,9 +69,12 @@ class OperatorRun:
                 return None
             return round((times[-1] if last else times[0]) - self.created, 3)
 
-        evictions = lambda e: what(e) == "create pods/eviction"  # noqa: E731
-        status_write = lambda e: (what(e) == "update nodemaintenances/status"  # noqa: E731
-                                  and audit_time(e) <= self.succeeded + 0.05)
+        def evictions(e: Dict[str, Any]) -> bool:
+            return what(e) == "create pods/eviction"
+
+        def status_write(e: Dict[str, Any]) -> bool:
+            return what(e) == "update nodemaintenances/status" and audit_time(e) <= self.succeeded + 0.05
+
         return {"first_eviction": first(evictions), "last_eviction": first(evictions, last=True),
                 "succeeded_written": first(status_write, last=True)}
 

@@ -621,8 +621,8 @@ def b7_operator(ctx: Context, operator: Operator, world: World, node: str, row: 
     row.extra["requests_to_succeeded"] = run.requests(until=run.succeeded).total
     row.extra["requests_detail"] = whole.as_dict()
     row.extra["timeline"] = run.timeline()
-    row.extra["nm_status"] = {k: run.status.get(k) for k in ("totalpods", "evictionPods", "drainProgress",
-                                                                  "lastError", "lastUpdate")}
+    row.extra["nm_status"] = {k: run.status.get(k)
+                              for k in ("totalpods", "evictionPods", "drainProgress", "lastError", "lastUpdate")}
     row.extra["pods_left_on_node"] = len([p for p in world.pods(node=node)
                                           if not p["metadata"].get("deletionTimestamp")])
     row.peak_rss_mib = operator.peak_rss_mib()

@@ -152,8 +152,8 @@ def test_the_files_the_pages_name_exist():
                 ours = [base for base in bases if (base / name.split("/")[0]).is_dir()]
                 # ours: it starts with a folder of the repository, or a file of that name is
                 # in it (a folder moved away); else a user's file (an AWX project's)
-                if (ours or name.rsplit("/", 1)[-1] in OUR_FILE_NAMES) and not any((base / name).exists()
-                                                                                  for base in bases):
+                named_ours = ours or name.rsplit("/", 1)[-1] in OUR_FILE_NAMES
+                if named_ours and not any((base / name).exists() for base in bases):
                     missing.append(f"{page.relative_to(ROOT)}: {name}")
     assert not missing, "named, but no such file:\n" + "\n".join(sorted(set(missing)))
 

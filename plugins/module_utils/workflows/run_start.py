@@ -75,7 +75,4 @@ def run_mode(client: Client, run_id: Optional[str]) -> str:
     travels between plays. Without a run, standalone (a module used on its own); with a run
     lease that says none (check mode writes no lease), the mode a start with V(auto) finds:
     the start refused any other combination, so it is the run's."""
-    if not run_id:
-        return operator.STANDALONE
-    said = run.mode_of(run.read_lease(client, run.validate_id(run_id)))
-    return said or operator.resolve(operator.AUTO, operator.detect(client))
+    return run_facts(client, run_id)[0]

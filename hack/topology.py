@@ -317,11 +317,24 @@ class World:
 
     # -- clean-up ------------------------------------------------------------------------
     def cleanup(self) -> None:
-        """Remove everything of this world: namespace first, then etcd pods, leases, NMs, nodes."""
+        """Remove everything of this world: its workloads and pods first, then etcd pods,
+        leases, NMs, nodes, and its namespaces.
+
+        The namespace controller takes 5 to 10 s to finish a namespace, most of it waiting
+        between passes: a test's teardown used to spend that on every test. The world's own
+        namespace (``w-<id>``, never made again) is emptied here, its pods awaited, and left
+        to the controller; a namespace of a fixed name (``openshift-etcd``), which the next
+        test may make again, is still awaited until it is gone."""
         c = self.client
         selector = f"{WORLD_LABEL}={self.id}"
-        for ns in c.get("/api/v1/namespaces", {"labelSelector": selector}).get("items", []):
-            _ignore_missing(c.delete, f"/api/v1/namespaces/{ns['metadata']['name']}")
+        namespaces = [ns["metadata"]["name"] for ns in
+                      c.get("/api/v1/namespaces", {"labelSelector": selector}).get("items", [])]
+        for ns in namespaces:
+            # the controllers first, so nothing makes a pod again; then the pods at once
+            for path in _NAMESPACED_WORKLOADS:
+                _ignore_missing(c.delete, path.format(ns=ns))
+            _ignore_missing(c.delete, f"/api/v1/namespaces/{ns}/pods", query={"gracePeriodSeconds": 0})
+            _ignore_missing(c.delete, f"/api/v1/namespaces/{ns}")
         _ignore_missing(c.delete, "/api/v1/namespaces/kube-system/pods",
                         query={"labelSelector": selector, "gracePeriodSeconds": 0})
         names = set(self.nodes) | {n["metadata"]["name"] for n in
@@ -336,11 +349,25 @@ class World:
             lname = lease["metadata"]["name"]
             if any(n in lname or n == holder for n in names):
                 _ignore_missing(c.delete, f"/apis/coordination.k8s.io/v1/namespaces/medik8s-leases/leases/{lname}")
-        for ns in c.get("/api/v1/namespaces", {"labelSelector": selector}).get("items", []):
-            name = ns["metadata"]["name"]
-            wait_for(lambda n=name: c.get_or_none(f"/api/v1/namespaces/{n}") is None, 90, f"namespace {name} gone")
+        for ns in namespaces:
+            wait_for(lambda n=ns: not (c.get_or_none(f"/api/v1/namespaces/{n}/pods") or {}).get("items"), 90,
+                     f"the pods of namespace {ns} gone")
+            if ns != self.namespace:
+                wait_for(lambda n=ns: c.get_or_none(f"/api/v1/namespaces/{n}") is None, 90, f"namespace {ns} gone")
         for name in names:
             _ignore_missing(c.delete, f"/api/v1/nodes/{name}")
+
+
+# What makes pods in a world's namespace, removed before its pods (background propagation:
+# the pods are deleted at once right after, not through their owners).
+_NAMESPACED_WORKLOADS = (
+    "/apis/apps/v1/namespaces/{ns}/deployments",
+    "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "/apis/apps/v1/namespaces/{ns}/statefulsets",
+    "/apis/apps/v1/namespaces/{ns}/daemonsets",
+    "/apis/batch/v1/namespaces/{ns}/jobs",
+    "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+)
 
 
 def _ignore_missing(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:

@@ -96,7 +96,9 @@ options:
             O(nmo.maintenance.nmo_drain#module:drain.rules[].namespace_selector) and says what the drain does with
             them. The first rule that matches a pod wins; a pod no rule matches is drained in order V(0).
           - A pod's label C(nmo.maintenance/drain) (or Cluster API's C(cluster.x-k8s.io/drain)) overrides the
-            rules, with the value V(skip), V(wait-completed), V(drain) or C(order=<n>) (drained in order n). Any
+            rules, with the value V(skip), V(wait-completed), V(drain) or C(order-<n>) (drained in order n, C(order--5)
+            for a negative one, since a label value holds no C(=)); an annotation of the same key may say the same, or
+            C(order=<n>), and is read when the pod has no such label. Any
             other value refuses that pod, named (M(nmo.maintenance.nmo_drain) fails before anything is evicted,
             M(nmo.maintenance.nmo_preflight) says V(no-go) for its node).
           - The pods to evict are taken in order batches, lowest order first; each batch is evicted in parallel

@@ -103,10 +103,15 @@ def test_the_pod_label_overrides_every_rule(key):
     rules = dr.parse_rules([{"selector": "app=osd", "order": 10}])
     assert dr.judge({"app": "osd", key: "skip"}, rules).action == "skip"
     assert dr.judge({"app": "osd", key: "wait-completed"}, rules).action == "wait-completed"
-    assert dr.judge({"app": "osd", key: "order=-3"}, rules) == dr.Verdict("drain", -3, f"label {key}=order=-3")
+    assert dr.judge({"app": "osd", key: "order--3"}, rules) == dr.Verdict("drain", -3, f"label {key}=order--3")
+    assert dr.judge({"app": "osd", key: "order-7"}, rules).order == 7
     assert dr.judge({"app": "osd", key: "drain"}, rules).order == 0
     bad = dr.judge({"app": "osd", key: "last"}, rules)
     assert bad.action == dr.ERROR and f"label {key}='last' is not one of skip" in bad.source
+    assert dr.judge({"app": "osd"}, rules, None, {key: "order=-3"}) == \
+        dr.Verdict("drain", -3, f"annotation {key}=order=-3")
+    assert dr.judge({key: "skip"}, rules, None, {key: "order=4"}).action == "skip", "the label first"
+    assert "fix or remove the annotation" in dr.judge({}, rules, None, {key: "x"}).source
 
 
 def test_our_label_wins_over_cluster_apis():

@@ -4,7 +4,8 @@ complete, and which nothing may disrupt (docs/drain-rules.md, docs/design.md §4
 Pure: a rule list as the option gives it is checked and parsed once (``parse_rules``); a pod,
 with the labels of its namespace when a rule needs them, gets one ``Verdict``. First the
 pod's own label (``nmo.maintenance/drain``, or Cluster API's ``cluster.x-k8s.io/drain``):
-``skip``, ``wait-completed``, ``drain`` or ``order=<n>``; then the first rule whose selectors
+``skip``, ``wait-completed``, ``drain`` or ``order-<n>`` (or the annotation of that key, where
+``order=<n>`` fits too); then the first rule whose selectors
 match; then the default, drained in order 0. A label value we cannot read is a verdict of its
 own (``ERROR``), which the drain and the pre-flight turn into a per-pod refusal naming the pod.
 
@@ -32,7 +33,9 @@ LABELS = (DRAIN_LABEL, CAPI_DRAIN_LABEL)
 DO_NOT_DISRUPT = ("karpenter.sh/do-not-disrupt", "nmo.maintenance/do-not-disrupt")
 # int32, as Cluster API's MachineDrainRule order; far beyond any sensible batch number
 ORDER_MIN, ORDER_MAX = -(2**31), 2**31 - 1
-_ORDER_VALUE = re.compile(r"order=(-?[0-9]{1,10})")
+# order=<n> where a value may hold "=" (an annotation); order-<n> in a label, whose values
+# may not ("order-10", "order--5")
+_ORDER_VALUE = re.compile(r"order[=-](-?[0-9]{1,10})")
 
 
 @dataclass(frozen=True)
@@ -161,13 +164,14 @@ def needs_namespaces(rules: Sequence[Rule]) -> bool:
 
 
 # -- one pod ------------------------------------------------------------------------------------
-def label_verdict(labels: Mapping[str, str]) -> Optional[Verdict]:
-    """The pod's own say, when it has the label: ours first, then Cluster API's."""
-    for key in LABELS:
-        if key not in labels:
-            continue
-        value = str(labels[key])
-        source = f"label {key}={value}"
+def label_verdict(labels: Mapping[str, str], annotations: Optional[Mapping[str, str]] = None) -> Optional[Verdict]:
+    """The pod's own say, when it has the label (or, for a value a label cannot hold, such as
+    ``order=10``, the annotation of the same key): ours first, then Cluster API's."""
+    said = [("label", key, labels[key]) for key in LABELS if key in labels]
+    said += [("annotation", key, (annotations or {})[key]) for key in LABELS if key in (annotations or {})]
+    for kind, key, raw in said[:1]:
+        value = str(raw)
+        source = f"{kind} {key}={value}"
         if value in (SKIP, WAIT_COMPLETED):
             return Verdict(value, 0, source)
         if value == DRAIN:
@@ -175,15 +179,22 @@ def label_verdict(labels: Mapping[str, str]) -> Optional[Verdict]:
         m = _ORDER_VALUE.fullmatch(value)
         if m and ORDER_MIN <= int(m.group(1)) <= ORDER_MAX:
             return Verdict(DRAIN, int(m.group(1)), source)
-        return Verdict(ERROR, 0, f"label {key}={value!r} is not one of skip, wait-completed, drain or order=<n> "
-                                 "(a whole number): fix or remove the label")
+        return Verdict(ERROR, 0, f"{kind} {key}={value!r} is not one of skip, wait-completed, drain, order-<n> or "
+                                 f"order=<n> (n a whole number): fix or remove the {kind}")
     return None
 
 
+def has_say(pod: Dict[str, Any]) -> bool:
+    """Whether the pod carries the drain label or annotation (else the rules alone decide)."""
+    meta = pod.get("metadata", {})
+    return any(key in (meta.get("labels") or {}) or key in (meta.get("annotations") or {}) for key in LABELS)
+
+
 def judge(labels: Mapping[str, str], rules: Sequence[Rule],
-          namespace_labels: Optional[Mapping[str, str]] = None) -> Verdict:
-    """The pod's label, else the first rule that matches, else the default (drain, order 0)."""
-    own = label_verdict(labels)
+          namespace_labels: Optional[Mapping[str, str]] = None,
+          annotations: Optional[Mapping[str, str]] = None) -> Verdict:
+    """The pod's label (or annotation), else the first rule that matches, else the default (drain, order 0)."""
+    own = label_verdict(labels, annotations)
     if own is not None:
         return own
     for rule in rules:

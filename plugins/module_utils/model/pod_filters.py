@@ -133,8 +133,7 @@ def selector_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
 def rule_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
     """A drain rule or the pod's drain label: skip, wait for it to complete, or refuse a bad label.
     ``drain`` (with its order) has no say here: the other filters decide how it goes."""
-    labels = pod.get("metadata", {}).get("labels") or {}
-    if not opts.rules and not any(k in labels for k in drain_rules.LABELS):
+    if not opts.rules and not drain_rules.has_say(pod):
         return None
     verdict = rule_verdict(pod, opts)
     if verdict.action == drain_rules.SKIP:
@@ -149,12 +148,12 @@ def rule_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
 
 
 def rule_verdict(pod: Pod, opts: SelectionOptions) -> drain_rules.Verdict:
-    meta = pod.get("metadata", {})
-    labels = meta.get("labels") or {}
-    if not opts.rules and not any(k in labels for k in drain_rules.LABELS):
+    if not opts.rules and not drain_rules.has_say(pod):
         return drain_rules.DEFAULT
+    meta = pod.get("metadata", {})
     namespaces = opts.namespace_labels or {}
-    return drain_rules.judge(labels, opts.rules, namespaces.get(meta.get("namespace", "")))
+    return drain_rules.judge(meta.get("labels") or {}, opts.rules, namespaces.get(meta.get("namespace", "")),
+                             meta.get("annotations") or {})
 
 
 def terminating_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:

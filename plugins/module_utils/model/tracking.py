@@ -87,7 +87,7 @@ def pending_pod(plan: PodPlan, action: Optional[str] = None) -> PendingPod:
     if plan.blocked:
         pod.last_error = blocked_message(plan.key, plan.blocked)
     elif pod.action == COMPLETE:
-        pod.last_error = f"not evicted: waiting for it to complete ({plan.reason.rsplit('; ', 1)[-1]})"
+        pod.last_error = f"not evicted: waiting for it to complete (wait-completed by {plan.rule or 'rule'})"
     return pod
 
 

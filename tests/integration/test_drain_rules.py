@@ -14,7 +14,7 @@ from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.drain_rules import DRAIN_LABEL
 
-from .maintenance_support import AuditLog, Background, events_of, nm_status, start_maintenance
+from .maintenance_support import AuditLog, Background, events_of, nm_status, run, start_maintenance, write_inventory
 
 pytestmark = pytest.mark.cluster
 
@@ -125,16 +125,18 @@ def test_batches_go_in_order_each_gone_before_the_next_and_skip_and_wait_complet
         assert all(evictions[n] < gone[n] for n in before), "a pod is gone after its eviction, with its grace period"
 
 
-# -- do-not-disrupt, a wait-completed pod that never finishes, the pre-flight ---------------------------
-def test_do_not_disrupt_blocks_named_preflight_says_no_go_and_an_unfinished_job_pod_times_out(cluster, world, user):
+# -- do-not-disrupt, a wait-completed pod that never finishes, the pre-flight, status.yml --------------
+def test_do_not_disrupt_blocks_its_batch_named_preflight_says_no_go_and_an_unfinished_job_pod_times_out(
+        cluster, world, user, tmp_path):
     (c,) = world.add_nodes(workers=1)
     world.pod("db", node=c)
     annotate(world, "db", {"karpenter.sh/do-not-disrupt": "true"})
     world.pod("cache", node=c)
     annotate(world, "cache", {"nmo.maintenance/do-not-disrupt": "true"})
     world.pod("web", node=c)
+    world.pod("late", node=c)
     job_pod = job(world, "nightly", c)
-    drain_dict = {"rules": [RULES[1]], "timeout": 3}
+    drain_dict = {"rules": [RULES[1], {"selector": "app=late", "order": 5}], "timeout": 3}
 
     pre = run_module("nmo_preflight", {"nodes": [c], "drain": drain_dict}, user.kubeconfig)
     assert not pre.get("failed"), pre.get("msg")
@@ -147,7 +149,9 @@ def test_do_not_disrupt_blocks_named_preflight_says_no_go_and_an_unfinished_job_
     assert [p["name"] for p in node["to_wait_completed"]] == [job_pod]
     assert any(w.startswith(f"{world.namespace}/{job_pod} is waited for until it completes (rule 1)")
                for w in node["warnings"])
-    assert [e["name"] for e in node["to_evict"]] == ["web"], "no dry-run eviction of the pods that stay"
+    assert sorted(e["name"] for e in node["to_evict"]) == ["late", "web"], "no dry-run eviction of the pods that stay"
+    assert [(b["order"], len(b["pods"])) for b in node["batches"]] == [(0, 3), (5, 1)]
+    assert "in 2 order batches (0, 5)" in node["summary"]
 
     nm = start_maintenance(cluster, world, c)
     name = nm["metadata"]["name"]
@@ -159,19 +163,33 @@ def test_do_not_disrupt_blocks_named_preflight_says_no_go_and_an_unfinished_job_
            "as a PodDisruptionBudget that allows no disruption would" in msg
     assert f"{world.namespace}/cache (is annotated nmo.maintenance/do-not-disrupt=true: never evicted" in msg
     assert f"{world.namespace}/{job_pod} (not evicted: waiting for it to complete (wait-completed by rule 1))" in msg
-    assert names_on(world, c) == sorted(["cache", "db", job_pod]), "web evicted; the others never"
+    assert names_on(world, c) == sorted(["cache", "db", "late", job_pod]), "batch 2 waits behind the blocked batch 1"
     assert [p["name"] for p in failed["evicted"]] == ["web"]
     assert "do-not-disrupt" in nm_status(cluster, name)["lastError"]
 
-    # the annotation removed and the Job's pod failed: the drain goes through
+    # again, in the background: status.yml names the blocked batch; the annotations go, the drain goes on
+    running = Background(lambda: run_module("nmo_drain", {
+        "node": c, "maintenance": name, "drain": {**drain_dict, "timeout": 60}}, user.kubeconfig))
+    wait_for(lambda: nm_status(cluster, name).get("drainBatch") == "batch 1 of 2 (order 0): 2 pod(s)", 30,
+             "the drain held in batch 1 by the do-not-disrupt pods")
+    status = run("status.yml", write_inventory(world, tmp_path), user.kubeconfig, extra_vars={"nmo_nodes": c})
+    assert status.proc.returncode == 0, status.output[-3000:]
+    assert "batch:        batch 1 of 2 (order 0): 2 pod(s)" in status.output, status.output[-3000:]
+    assert "is annotated" in status.output and "do-not-disrupt=true" in status.output
     annotate(world, "db", {"karpenter.sh/do-not-disrupt": None})
     annotate(world, "cache", {"nmo.maintenance/do-not-disrupt": "false"})
+    wait_for(lambda: nm_status(cluster, name).get("drainBatch") == "all batches drained; waiting for 1 pod(s) to "
+             "complete", 30, "batches 1 and 2 drained once the annotations are gone")
+    assert names_on(world, c) == [job_pod]
     finish(world, job_pod, "Failed")
-    done = run_module("nmo_drain", {"node": c, "maintenance": name, "drain": {**drain_dict, "timeout": 30}},
-                      user.kubeconfig)
-    assert not done.get("failed"), done.get("msg")
-    assert sorted(p["name"] for p in done["evicted"]) == ["cache", "db"] and done["do_not_disrupt"] == []
+    running.thread.join(30)
+    done = running.result
+    assert done is not None and not done.get("failed"), (done or {}).get("msg")
+    assert sorted(p["name"] for p in done["evicted"]) == ["cache", "db", "late"]
+    assert [p["name"] for p in done["completed"]] == [job_pod]
     assert nm_status(cluster, name)["phase"] == "Succeeded"
+    released = [e["message"] for e in events_of(cluster.client, name, "Drain") if "no longer annotated" in e["message"]]
+    assert len(released) == 2, released
 
 
 # -- bad input ------------------------------------------------------------------------------------------

@@ -19,6 +19,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters 
     refusal_message,
 )
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.tracking import ACCEPTED, Outcome, Tracker
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores.maintenance import progress_line
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import preflight as pf
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions
 
@@ -222,3 +224,34 @@ def test_wait_completed_pods_are_never_sent_and_done_when_finished_and_blocked_o
 def test_batch_text_names_the_batch_of_all():
     assert dr.batch_text([0, 10, -5], 10, 4) == "batch 3 of 3 (order 10): 4 pod(s)"
     assert dr.batch_text([0], 0, 2) == "batch 1 of 1 (order 0): 2 pod(s)"
+
+
+def test_the_progress_line_names_the_batch_being_drained():
+    nm = {"metadata": {"name": "m"}, "status": {"drainProgress": 50, "pendingPods": ["osd-0"],
+                                                "drainBatch": "batch 2 of 2 (order 10): 1 pod(s)"}}
+    assert progress_line("w1", nm, 12) == \
+        "w1: drainProgress 50%, 1 pending pod(s) (batch 2 of 2 (order 10): 1 pod(s)): osd-0 (12 s)"
+    del nm["status"]["drainBatch"]
+    assert progress_line("w1", nm, 12) == "w1: drainProgress 50%, 1 pending pod(s): osd-0 (12 s)"
+
+
+# -- the pre-flight's judgement ---------------------------------------------------------------------------
+def test_the_preflight_says_no_go_for_do_not_disrupt_warns_for_wait_completed_and_lists_the_batches():
+    pods = [pod("db", annotations={"karpenter.sh/do-not-disrupt": "true"}), pod("job", {"app": "job"}),
+            pod("osd", {"app": "osd"}), pod("web"), pod("odd", {dr.DRAIN_LABEL: "soon"})]
+    opts = selection([{"selector": "app=osd", "order": 10}, {"selector": "app=job", "action": "wait-completed"}])
+    report = pf.NodeReport("w1")
+    report.plans = [classify(p, opts) for p in pods]
+    pf.judge_options(report)
+    pf.judge_rules(report)
+    assert report.verdict == pf.NO_GO
+    assert report.blockers[0].startswith("ns/odd: label nmo.maintenance/drain='soon' is not one of")
+    assert report.blockers[1].startswith("ns/db is annotated karpenter.sh/do-not-disrupt=true (do-not-disrupt)")
+    assert report.warnings == ["ns/job is waited for until it completes (rule 2), within the drain's timeout: "
+                               "the drain does not evict it"]
+    shown = report.as_dict()
+    assert shown["batches"] == [{"order": 0, "pods": ["ns/db", "ns/web"]}, {"order": 10, "pods": ["ns/osd"]}]
+    assert [p["name"] for p in shown["to_wait_completed"]] == ["job"]
+    assert shown["do_not_disrupt"][0]["annotation"] == "karpenter.sh/do-not-disrupt=true"
+    assert "in 2 order batches (0, 10)" in report.line()
+    assert not pf.needs_room(report.plans[0], pods[0]), "a pod that stays needs no room elsewhere"

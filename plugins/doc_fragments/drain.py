@@ -92,9 +92,8 @@ options:
       rules:
         description:
           - Drain rules, as Cluster API's C(MachineDrainRule) has them (see C(docs/drain-rules.md)). Each rule
-            matches pods by O(nmo.maintenance.nmo_drain#module:drain.rules[].selector) and/or
-            O(nmo.maintenance.nmo_drain#module:drain.rules[].namespace_selector) and says what the drain does with
-            them. The first rule that matches a pod wins; a pod no rule matches is drained in order V(0).
+            matches pods by its C(selector) and/or C(namespace_selector) and says what the drain does with them.
+            The first rule that matches a pod wins; a pod no rule matches is drained in order V(0).
           - A pod's label C(nmo.maintenance/drain) (or Cluster API's C(cluster.x-k8s.io/drain)) overrides the
             rules, with the value V(skip), V(wait-completed), V(drain) or C(order-<n>) (drained in order n, C(order--5)
             for a negative one, since a label value holds no C(=)); an annotation of the same key may say the same, or
@@ -115,8 +114,7 @@ options:
             PodDisruptionBudget that allows nothing would, named as such in C(lastError), the progress line and
             the timeout's message, until the annotation is removed; the pre-flight says V(no-go) for its node.
           - Unset or empty, the drain is what it was without rules, with no extra request. A rule with a
-            O(nmo.maintenance.nmo_drain#module:drain.rules[].namespace_selector) costs one read of each namespace
-            with pods on the node.
+            C(namespace_selector) costs one read of each namespace with pods on the node.
           - With M(nmo.maintenance.nmo_drain)'s O(nmo.maintenance.nmo_drain#module:operator=true) NMO drains
             and the rules have no effect (a warning says so).
         type: list
@@ -137,7 +135,7 @@ options:
             type: str
           action:
             description:
-              - V(drain), evicted in the batch of O(nmo.maintenance.nmo_drain#module:drain.rules[].order);
+              - V(drain), evicted in the batch of its C(order);
                 V(skip), left on the node; V(wait-completed), not evicted, waited for until it finishes.
             type: str
             choices: [drain, skip, wait-completed]
@@ -241,8 +239,8 @@ options:
         type: str
       action:
         description:
-          - V(drain), evicted in the batch of O(nmo.maintenance.nmo_drain#module:drain.rules[].order); V(skip),
-            left on the node; V(wait-completed), not evicted, waited for until it finishes.
+          - V(drain), evicted in the batch of its C(order); V(skip), left on the node; V(wait-completed),
+            not evicted, waited for until it finishes.
         type: str
         choices:
           - drain

@@ -53,8 +53,26 @@ def role_options() -> Dict[str, Dict[str, Any]]:
         default = specs.ROLE_DRAIN.get(name, option.get("default"))
         if default is not None:
             entry["default"] = default
+        _nested(entry, option, documented[name], "options")
         options[name] = entry
     return options
+
+
+def _nested(entry: Dict[str, Any], option: Dict[str, Any], documented: Dict[str, Any], key: str) -> None:
+    """A list of dicts (``rules``): its elements and sub-options, under ``key`` (``options`` in
+    the role's argument spec, ``suboptions`` in a module's documentation)."""
+    if "elements" in option:
+        entry["elements"] = option["elements"]
+    if "options" not in option:
+        return
+    subs = {}
+    for sub, spec in option["options"].items():
+        item: Dict[str, Any] = {"description": documented["suboptions"][sub]["description"], "type": spec["type"]}
+        for field in ("choices", "default"):
+            if field in spec:
+                item[field] = spec[field]
+        subs[sub] = item
+    entry[key] = subs
 
 
 class _Dumper(yaml.SafeDumper):
@@ -79,8 +97,8 @@ def flat_options() -> Dict[str, Dict[str, Any]]:
                                                  "ignored when O(drain) is given."], "type": option["type"]}
         if "choices" in option:
             entry["choices"] = option["choices"]
+        _nested(entry, option, documented[name], "suboptions")
         flat[name] = entry
-    del documented
     return flat
 
 

@@ -89,6 +89,63 @@ options:
         type: str
         choices: [wait, migrate]
         default: wait
+      rules:
+        description:
+          - Drain rules, as Cluster API's C(MachineDrainRule) has them (see C(docs/drain-rules.md)). Each rule
+            matches pods by its C(selector) and/or C(namespace_selector) and says what the drain does with them.
+            The first rule that matches a pod wins; a pod no rule matches is drained in order V(0).
+          - A pod's label C(nmo.maintenance/drain) (or Cluster API's C(cluster.x-k8s.io/drain)) overrides the
+            rules, with the value V(skip), V(wait-completed), V(drain) or C(order-<n>) (drained in order n, C(order--5)
+            for a negative one, since a label value holds no C(=)); an annotation of the same key may say the same, or
+            C(order=<n>), and is read when the pod has no such label. Any
+            other value refuses that pod, named (M(nmo.maintenance.nmo_drain) fails before anything is evicted,
+            M(nmo.maintenance.nmo_preflight) says V(no-go) for its node).
+          - The pods to evict are taken in order batches, lowest order first; each batch is evicted in parallel
+            as without rules, and every pod of it (by UID) is gone before the next batch's first eviction. The
+            NodeMaintenance status C(drainBatch), the progress line and C(playbooks/status.yml) name the batch
+            being drained, for example C(batch 2 of 3 (order 10)) and its pods counted. Skipped pods stay,
+            listed in C(skipped_pods) with the rule in their reason and in the status C(skippedPods). Pods to
+            wait for are not evicted; the drain waits until they finish (C(Succeeded) or C(Failed)) or are gone, within
+            O(nmo.maintenance.nmo_drain#module:drain.timeout), whose message names them.
+          - Whatever the rules say, a pod annotated C(karpenter.sh/do-not-disrupt=true) or
+            C(nmo.maintenance/do-not-disrupt=true) is never evicted nor deleted (not by
+            O(nmo.maintenance.nmo_drain#module:drain.delete_fallback_after) nor
+            O(nmo.maintenance.nmo_drain#module:drain.disable_eviction) either). It blocks its batch as a
+            PodDisruptionBudget that allows nothing would, named as such in C(lastError), the progress line and
+            the timeout's message, until the annotation is removed; the pre-flight says V(no-go) for its node.
+          - Unset or empty, the drain is what it was without rules, with no extra request. A rule with a
+            C(namespace_selector) costs one read of each namespace with pods on the node.
+          - With M(nmo.maintenance.nmo_drain)'s O(nmo.maintenance.nmo_drain#module:operator=true) NMO drains
+            and the rules have no effect (a warning says so).
+        type: list
+        elements: dict
+        suboptions:
+          name:
+            description: A name for the rule, used in messages and reasons (C(rule 2 (storage-last))).
+            type: str
+          selector:
+            description:
+              - A label selector over the pod's labels (C(app=web,tier!=db), C(env in (a,b)), C(!legacy)), as
+                O(nmo.maintenance.nmo_drain#module:drain.pod_selector) takes it. Unset, any pod.
+            type: str
+          namespace_selector:
+            description:
+              - A label selector over the labels of the pod's namespace (C(kubernetes.io/metadata.name=rook-ceph)
+                selects one by name). Unset, any namespace. With both selectors, a pod must match both.
+            type: str
+          action:
+            description:
+              - V(drain), evicted in the batch of its C(order);
+                V(skip), left on the node; V(wait-completed), not evicted, waited for until it finishes.
+            type: str
+            choices: [drain, skip, wait-completed]
+            default: drain
+          order:
+            description:
+              - The order batch of the pods of a V(drain) rule, lowest first (negative drains before the
+                unmatched pods, which are V(0)). Only V(drain) rules take one.
+            type: int
+            default: 0
       grace_period:
         description:
           - Termination grace period in seconds for every pod. Unset, each pod's own is used.
@@ -161,6 +218,41 @@ options:
     choices:
       - wait
       - migrate
+  rules:
+    description:
+      - The same as O(drain.rules), for tasks written before O(drain); ignored when O(drain) is given.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: A name for the rule, used in messages and reasons (C(rule 2 (storage-last))).
+        type: str
+      selector:
+        description:
+          - A label selector over the pod's labels (C(app=web,tier!=db), C(env in (a,b)), C(!legacy)), as
+            O(nmo.maintenance.nmo_drain#module:drain.pod_selector) takes it. Unset, any pod.
+        type: str
+      namespace_selector:
+        description:
+          - A label selector over the labels of the pod's namespace (C(kubernetes.io/metadata.name=rook-ceph)
+            selects one by name). Unset, any namespace. With both selectors, a pod must match both.
+        type: str
+      action:
+        description:
+          - V(drain), evicted in the batch of its C(order); V(skip), left on the node; V(wait-completed),
+            not evicted, waited for until it finishes.
+        type: str
+        choices:
+          - drain
+          - skip
+          - wait-completed
+        default: drain
+      order:
+        description:
+          - The order batch of the pods of a V(drain) rule, lowest first (negative drains before the unmatched
+            pods, which are V(0)). Only V(drain) rules take one.
+        type: int
+        default: 0
   grace_period:
     description:
       - The same as O(drain.grace_period), for tasks written before O(drain); ignored when O(drain) is given.

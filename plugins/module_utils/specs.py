@@ -67,6 +67,13 @@ SELECTION: Spec = {
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
     "parallelism": {"type": "int", "default": 32},
     "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"},
+    # drain rules (model/drain_rules.py checks them again, for callers of the core and clear messages)
+    "rules": {"type": "list", "elements": "dict", "options": {
+        "name": {"type": "str"},
+        "selector": {"type": "str"},
+        "namespace_selector": {"type": "str"},
+        "action": {"type": "str", "choices": ["drain", "skip", "wait-completed"], "default": "drain"},
+        "order": {"type": "int", "default": 0}}},
 }
 
 # The drain's options beyond the selection. Their defaults are DrainOptions' (drain/drain.py),

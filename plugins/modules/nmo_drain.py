@@ -32,6 +32,9 @@ description:
     C(lastError); the caller decides whether the maintenance failed.
   - The Node is watched too. When it is deleted during the drain, the drain stops at once and fails saying
     the node was deleted.
+  - With O(drain.rules), the pods go in order batches, each gone before the next starts; rules or a pod's
+    C(nmo.maintenance/drain) label can also skip pods or wait for them to complete. Pods annotated
+    C(karpenter.sh/do-not-disrupt=true) are never evicted (see O(drain.rules)).
   - The module does not cordon the node; cordon it first (M(nmo.maintenance.nmo_cordon)).
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
@@ -152,9 +155,35 @@ pods_found:
   type: int
 skipped_pods:
   description:
-    - Pods left alone, each with C(namespace), C(name) and C(reason).
+    - Pods left alone, each with C(namespace), C(name) and C(reason) (for a pod a drain rule or its drain
+      label skips, the reason names the rule or label, C(skipped by rule 1 (storage))).
     - (Not C(skipped), which Ansible reserves for skipped tasks.)
   returned: always
+  type: list
+  elements: dict
+batches:
+  description:
+    - The order batches of the pods to evict, delete or wait for (O(drain.rules)), lowest first, each
+      with C(order) and C(pods) (how many). One batch, order V(0), without rules.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"order": 0, "pods": 4}, {"order": 10, "pods": 2}]
+do_not_disrupt:
+  description:
+    - Pods annotated C(karpenter.sh/do-not-disrupt=true) or C(nmo.maintenance/do-not-disrupt=true) when
+      the drain started, never evicted, each with C(namespace), C(name), C(reason) and C(annotation).
+  returned: always
+  type: list
+  elements: dict
+wait_completed:
+  description: Pods a drain rule or their label says to wait for until they complete (not evicted).
+  returned: always
+  type: list
+  elements: dict
+completed:
+  description: Pods waited for until they completed (C(Succeeded), C(Failed)) or were gone.
+  returned: success or failure after the drain started
   type: list
   elements: dict
 evicted:
@@ -194,6 +223,11 @@ would_delete:
   elements: dict
 would_wait:
   description: In check mode, the pods already terminating that would be waited for.
+  returned: check mode
+  type: list
+  elements: dict
+would_wait_completed:
+  description: In check mode, the pods that would be waited for until they complete (O(drain.rules)).
   returned: check mode
   type: list
   elements: dict
@@ -264,6 +298,8 @@ def core(client, params):
         if with_operator is None:
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
         result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
+        if with_operator and opts.rules:
+            warnings.append("drain.rules have no effect in operator mode: the Node Maintenance Operator drains")
     if warnings:
         result["warnings"] = warnings + list(result.get("warnings") or [])
     return result

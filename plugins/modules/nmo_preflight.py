@@ -42,6 +42,9 @@ description:
     the share of nodes the scheduler itself scores by default (every node below 100 nodes, 10% of
     5,000). A node whose pods were not read is never counted as room, so the answer errs towards
     V(no-go) ("not judged (their pods were not read)"), never towards V(go).
+  - Drain rules (O(drain.rules)) are judged per node as M(nmo.maintenance.nmo_drain) applies them, the same
+    pod labels included. A pod annotated do-not-disrupt makes its node V(no-go); a pod waited for until it
+    completes is a warning; a drain label that cannot be read makes the node V(no-go), naming the pod.
   - A node is V(no-go) when it has a blocker, V(warn) when it has only warnings, V(go) otherwise.
   - With O(drain.kubevirt=migrate), a KubeVirt virt-launcher pod whose eviction a PodDisruptionBudget refuses is
     judged as M(nmo.maintenance.nmo_drain) will treat it. Its VirtualMachineInstance (one list of them, only
@@ -126,6 +129,10 @@ nodes:
       C(summary) (the node's line), C(blockers) and C(warnings) (sentences).
     - C(to_evict) (each with C(dry_run) V(allowed), V(refused), V(error) or V(gone), C(message), C(pdbs)),
       C(to_delete), C(to_wait), C(skipped_pods), C(refused) (with C(options)).
+    - Drain rules (O(drain.rules)), C(batches) (the order batches, lowest first, each with C(order) and the
+      C(pods) in it), C(to_wait_completed) (pods waited for until they complete, a warning) and
+      C(do_not_disrupt) (pods annotated C(karpenter.sh/do-not-disrupt=true) or
+      C(nmo.maintenance/do-not-disrupt=true), each with C(annotation); each one a blocker).
     - C(pdbs), the budgets guarding pods to evict (C(budget), C(selected_pods), C(disruptions_allowed),
       C(never_allows), C(why)).
     - C(capacity) (C(batch), C(replacements), C(requests), C(fits), C(pending) with C(reason), C(placed)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from . import drain_rules
+from .drain_rules import Rule
 from .selectors import Requirement, parse_selector
 from .times import parse_time
 
@@ -20,6 +22,7 @@ Pod = Dict[str, Any]
 
 KEEP, SKIP, REFUSE = "keep", "skip", "refuse"
 EVICT, DELETE, WAIT = "evict", "delete", "wait"
+COMPLETE = "complete"  # wait-completed (drain rules): not evicted, waited for until it finishes
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
@@ -41,6 +44,9 @@ class SelectionOptions:
     disable_eviction: bool = False
     now: Optional[float] = None  # epoch seconds; for terminating pods (tests pin it)
     selector: Tuple[Requirement, ...] = field(default=(), compare=False)
+    rules: Tuple[Rule, ...] = ()  # the drain rules, parsed (model/drain_rules.py)
+    # namespace -> its labels, read only when a rule has a namespace_selector (None: not read)
+    namespace_labels: Optional[Dict[str, Dict[str, str]]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector)))
@@ -51,7 +57,11 @@ class SelectionOptions:
         return cls(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
                    ignore_daemonsets=options.ignore_daemonsets, pod_selector=options.pod_selector or "",
                    skip_wait_for_delete_timeout=options.skip_wait_for_delete_timeout,
-                   disable_eviction=options.disable_eviction, now=now)
+                   disable_eviction=options.disable_eviction, now=now,
+                   rules=drain_rules.parse_rules(getattr(options, "rules", None)))
+
+    def needs_namespaces(self) -> bool:
+        return drain_rules.needs_namespaces(self.rules)
 
 
 @dataclass(frozen=True)
@@ -60,9 +70,12 @@ class PodPlan:
     namespace: str
     name: str
     uid: str
-    action: str  # EVICT, DELETE, WAIT, SKIP or REFUSE
+    action: str  # EVICT, DELETE, WAIT, COMPLETE, SKIP or REFUSE
     reason: str
     options: Tuple[str, ...] = ()  # for REFUSE: the options that would allow the pod
+    order: int = 0  # its order batch (drain rules): lowest first
+    blocked: str = ""  # EVICT/DELETE: the do-not-disrupt annotation that forbids it ("" when none)
+    rule: str = ""  # the rule or label that decided it ("" for the default)
 
     @property
     def key(self) -> str:
@@ -117,6 +130,32 @@ def selector_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
     return None
 
 
+def rule_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
+    """A drain rule or the pod's drain label: skip, wait for it to complete, or refuse a bad label.
+    ``drain`` (with its order) has no say here: the other filters decide how it goes."""
+    if not opts.rules and not drain_rules.has_say(pod):
+        return None
+    verdict = rule_verdict(pod, opts)
+    if verdict.action == drain_rules.SKIP:
+        return Decision(SKIP, f"skipped by {verdict.source}: it stays on the node")
+    if verdict.action == drain_rules.ERROR:
+        return Decision(REFUSE, verdict.source)
+    if verdict.action == drain_rules.WAIT_COMPLETED:
+        if is_finished(pod):
+            return Decision(SKIP, f"wait-completed by {verdict.source}: already finished ({pod['status']['phase']})")
+        return Decision(KEEP, f"wait-completed by {verdict.source}: not evicted, waited for until it finishes")
+    return None
+
+
+def rule_verdict(pod: Pod, opts: SelectionOptions) -> drain_rules.Verdict:
+    if not opts.rules and not drain_rules.has_say(pod):
+        return drain_rules.DEFAULT
+    meta = pod.get("metadata", {})
+    namespaces = opts.namespace_labels or {}
+    return drain_rules.judge(meta.get("labels") or {}, opts.rules, namespaces.get(meta.get("namespace", "")),
+                             meta.get("annotations") or {})
+
+
 def terminating_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
     age = deletion_age(pod, opts.now)
     if age is None:
@@ -164,11 +203,30 @@ def finished_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
 
 PodFilter = Callable[[Pod, SelectionOptions], Optional[Decision]]
 # A terminating pod stops the chain (waited for): it is leaving anyway, no option guards it.
-FILTERS: Tuple[PodFilter, ...] = (mirror_filter, selector_filter, daemonset_filter, terminating_filter,
+# A rule's skip or wait-completed stops it too (the pod is not evicted, whatever guards it).
+FILTERS: Tuple[PodFilter, ...] = (mirror_filter, selector_filter, rule_filter, daemonset_filter, terminating_filter,
                                   local_storage_filter, unreplicated_filter, finished_filter)
 
 
 def classify(pod: Pod, opts: SelectionOptions) -> PodPlan:
+    plan = _classify(pod, opts)
+    if plan.action not in (EVICT, DELETE, WAIT):
+        return plan
+    # the order batch of a pod the drain acts on, and whether an annotation forbids disrupting it
+    verdict = rule_verdict(pod, opts)
+    blocked = drain_rules.do_not_disrupt(pod) if plan.action != WAIT and not is_finished(pod) else None
+    if verdict.order == 0 and not verdict.source and blocked is None:
+        return plan  # no rule, no label, no annotation: the plan as it always was
+    reason = plan.reason
+    if verdict.source:
+        reason += f"; {verdict.reason()}"
+    if blocked:
+        reason += f"; annotated {blocked}: never evicted"
+    return PodPlan(plan.namespace, plan.name, plan.uid, plan.action, reason, plan.options, verdict.order,
+                   blocked or "", verdict.source)
+
+
+def _classify(pod: Pod, opts: SelectionOptions) -> PodPlan:
     meta = pod.get("metadata", {})
     kept: List[Decision] = []
     refused: List[Decision] = []
@@ -177,9 +235,14 @@ def classify(pod: Pod, opts: SelectionOptions) -> PodPlan:
         if decision is None:
             continue
         if decision.verdict == SKIP:
-            return _plan(meta, SKIP, decision.reason)
+            return _plan(meta, SKIP, decision.reason, rule=rule_verdict(pod, opts).source
+                         if pod_filter is rule_filter else "")
         if pod_filter is terminating_filter:
             return _plan(meta, WAIT, decision.reason)
+        if pod_filter is rule_filter and decision.verdict == KEEP:  # wait-completed
+            return _plan(meta, COMPLETE, decision.reason, rule=rule_verdict(pod, opts).source)
+        if pod_filter is rule_filter:  # a label value we cannot read: this pod alone is refused
+            return _plan(meta, REFUSE, decision.reason)
         (refused if decision.verdict == REFUSE else kept).append(decision)
     if refused:
         return _plan(meta, REFUSE, "; ".join(d.reason for d in refused),
@@ -193,12 +256,16 @@ def classify(pod: Pod, opts: SelectionOptions) -> PodPlan:
     return _plan(meta, EVICT, "; ".join(owner + [d.reason for d in kept]))
 
 
-def _plan(meta: Dict[str, Any], action: str, reason: str, options: Tuple[str, ...] = ()) -> PodPlan:
-    return PodPlan(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), action, reason, options)
+def _plan(meta: Dict[str, Any], action: str, reason: str, options: Tuple[str, ...] = (), rule: str = "") -> PodPlan:
+    return PodPlan(meta.get("namespace", ""), meta.get("name", ""), meta.get("uid", ""), action, reason, options,
+                   rule=rule)
 
 
 def refusal_message(node: str, refused: List[PodPlan]) -> str:
-    """One message naming every refused pod and the option that would allow it."""
-    lines = [f"{p.key}: {p.reason} (allow with {' and '.join(o + '=true' for o in p.options)})" for p in refused]
-    return (f"cannot drain node {node}: {len(refused)} pod(s) are guarded by drain options that are off; "
-            "nothing was evicted. " + "; ".join(lines))
+    """One message naming every refused pod and the option that would allow it (or, for a
+    drain label that cannot be read, what to fix)."""
+    lines = [f"{p.key}: {p.reason}" + (f" (allow with {' and '.join(o + '=true' for o in p.options)})"
+                                       if p.options else "") for p in refused]
+    guarded = ("are guarded by drain options that are off" if all(p.options for p in refused)
+               else "cannot be drained as they are")
+    return f"cannot drain node {node}: {len(refused)} pod(s) {guarded}; nothing was evicted. " + "; ".join(lines)

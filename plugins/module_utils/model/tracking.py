@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
-from .pod_filters import DELETE, EVICT, WAIT, PodPlan, deletion_age
+from .drain_rules import blocked_message
+from .pod_filters import COMPLETE, DELETE, EVICT, WAIT, PodPlan, deletion_age, is_finished
 
 # Outcomes of one eviction or deletion request.
 ACCEPTED = "accepted"  # the pod is deleting; the watch tells when it is gone
@@ -61,7 +62,7 @@ def server_text(error: ApiError) -> str:
 @dataclass
 class PendingPod:
     plan: PodPlan
-    action: str  # EVICT, DELETE (finished pods, disable_eviction, fallback) or WAIT
+    action: str  # EVICT, DELETE (finished pods, disable_eviction, fallback), WAIT or COMPLETE
     attempts: int = 0
     in_flight: bool = False
     accepted: bool = False
@@ -69,16 +70,35 @@ class PendingPod:
     first_refusal: Optional[float] = None
     fallback: bool = False  # deleted despite its PodDisruptionBudget (delete_fallback_after)
     last_error: str = ""
+    blocked: str = ""  # the do-not-disrupt annotation that holds it (never sent while set)
 
     @property
     def key(self) -> str:
         return self.plan.key
 
+    @property
+    def order(self) -> int:
+        return self.plan.order
 
-def is_gone(uid: str, current: Optional[Dict[str, Any]], now: float, skip_after: float = 0) -> bool:
+
+def pending_pod(plan: PodPlan, action: Optional[str] = None) -> PendingPod:
+    """A pod the drain waits for; one held by do-not-disrupt, or waited for to complete, says so."""
+    pod = PendingPod(plan, action or plan.action, blocked=plan.blocked)
+    if plan.blocked:
+        pod.last_error = blocked_message(plan.key, plan.blocked)
+    elif pod.action == COMPLETE:
+        pod.last_error = f"not evicted: waiting for it to complete (wait-completed by {plan.rule or 'rule'})"
+    return pod
+
+
+def is_gone(uid: str, current: Optional[Dict[str, Any]], now: float, skip_after: float = 0,
+            complete: bool = False) -> bool:
     """Deleted, or replaced (same name, other UID: a StatefulSet's new pod), or, with
-    ``skip_after``, terminating for longer than that many seconds (``now`` in epoch seconds)."""
+    ``skip_after``, terminating for longer than that many seconds (``now`` in epoch seconds);
+    with ``complete`` (wait-completed), finished too (Succeeded or Failed)."""
     if current is None or current.get("metadata", {}).get("uid") != uid:
+        return True
+    if complete and is_finished(current):
         return True
     age = deletion_age(current, now) if skip_after > 0 else None
     return age is not None and age > skip_after
@@ -101,17 +121,47 @@ class Tracker:
     def of(cls, plans: Iterable[PodPlan], **kwargs: Any) -> Tracker:
         tracker = cls(**kwargs)
         for plan in plans:
-            if plan.action in (EVICT, DELETE, WAIT):
-                tracker.pending[plan.key] = PendingPod(plan, plan.action)
+            if plan.action in (EVICT, DELETE, WAIT, COMPLETE):
+                tracker.pending[plan.key] = pending_pod(plan)
         return tracker
 
+    def current_order(self) -> Optional[int]:
+        """The order batch being drained: the lowest of the pods still to go (those waited for
+        to complete belong to no batch); None when only those are left."""
+        orders = [p.order for p in self.pending.values() if p.action != COMPLETE]
+        return min(orders) if orders else None
+
+    def orders(self) -> List[int]:
+        return sorted({p.order for p in self.pending.values() if p.action != COMPLETE} | set(self.done_orders))
+
+    @property
+    def done_orders(self) -> List[int]:
+        return [p.order for p in self.done if p.action != COMPLETE]
+
+    def batch(self, order: int) -> List[PendingPod]:
+        return [p for p in self.pending.values() if p.action != COMPLETE and p.order == order]
+
+    def unblock(self, objects: Dict[str, Dict[str, Any]], still_blocked: Any) -> List[PendingPod]:
+        """Pods whose do-not-disrupt annotation was removed (per the watch): sent from now on."""
+        freed = []
+        for pod in self.pending.values():
+            current = objects.get(pod.key)
+            if pod.blocked and current is not None and not still_blocked(current):
+                pod.blocked, pod.last_error = "", ""
+                freed.append(pod)
+        return freed
+
     def due(self, now: float) -> List[PendingPod]:
-        """Pods whose (next) request should go out now; marks them in flight."""
+        """Pods whose (next) request should go out now, of the current order batch only (a
+        batch is gone, by UID, before the next one's first request); marks them in flight."""
         if self.fatal:
             return []
+        current = self.current_order()
         ready = []
         for pod in self.pending.values():
-            if pod.action == WAIT or pod.in_flight or pod.accepted or pod.next_attempt > now:
+            if pod.action in (WAIT, COMPLETE) or pod.blocked or pod.order != current:
+                continue
+            if pod.in_flight or pod.accepted or pod.next_attempt > now:
                 continue
             if (pod.action == EVICT and self.fallback_after is not None and pod.first_refusal is not None
                     and now - pod.first_refusal >= self.fallback_after):
@@ -149,7 +199,7 @@ class Tracker:
     def settle(self, objects: Dict[str, Dict[str, Any]], epoch_now: float) -> List[PendingPod]:
         """Move the pods that are gone (per the watch's view of the node) to done."""
         gone = [p for p in self.pending.values()
-                if is_gone(p.plan.uid, objects.get(p.key), epoch_now, self.skip_after)]
+                if is_gone(p.plan.uid, objects.get(p.key), epoch_now, self.skip_after, p.action == COMPLETE)]
         for pod in gone:
             del self.pending[pod.key]
             self.done.append(pod)

@@ -20,7 +20,7 @@ CRD_PATH = paths.CRDS
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
-SCHEMA_REVISION = "3"  # 3: status.migrations (KubeVirt live migrations of the drain)
+SCHEMA_REVISION = "4"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods
 REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
 NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
 
@@ -61,6 +61,14 @@ def manifest() -> Dict[str, Any]:
                 "items": {"type": "object", "properties": {
                     k: {"type": "string"} for k in ("namespace", "vmi", "pod", "state", "migration", "phase",
                                                     "targetNode", "started", "message")}},
+            },
+            # Ours too (drain rules, docs/drain-rules.md): the order batch being drained, and the
+            # pods a rule or their drain label keeps on the node.
+            "drainBatch": {"type": "string", "description": "The order batch being drained (drain rules)."},
+            "skippedPods": {
+                "type": "array", "description": "Pods a drain rule or their drain label keeps on the node.",
+                "items": {"type": "object", "properties": {
+                    k: {"type": "string"} for k in ("namespace", "name", "reason")}},
             },
         },
     }

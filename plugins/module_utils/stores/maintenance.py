@@ -24,7 +24,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
 MODE_ANNOTATION = "nmo.maintenance/mode"  # standalone: this collection did the work; operator: NMO did
 STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
-                 "lastError", "errorOnLeaseCount", "migrations")
+                 "lastError", "errorOnLeaseCount", "migrations", "drainBatch", "skippedPods")
 
 
 def default_name(node: str) -> str:
@@ -225,6 +225,8 @@ def summary(nm: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
         "created": nm["metadata"].get("creationTimestamp", ""),
         "mode": (nm["metadata"].get("annotations") or {}).get(MODE_ANNOTATION, ""),
         "migrations": status.get("migrations") or [],
+        "drainBatch": status.get("drainBatch", ""),
+        "skippedPods": status.get("skippedPods") or [],
     }
 
 
@@ -235,6 +237,8 @@ def progress_line(node: str, nm: Optional[Dict[str, Any]], elapsed: float) -> st
     status = nm.get("status") or {}
     pending = status.get("pendingPods") or []
     line = f"{node}: drainProgress {status.get('drainProgress', 0)}%, {len(pending)} pending pod(s)"
+    if status.get("drainBatch"):  # drain rules: the order batch being drained
+        line += f" ({status['drainBatch']})"
     if pending:
         line += ": " + ", ".join(pending)
     moving = migration_lines(status.get("migrations") or [])

@@ -348,3 +348,17 @@ def candidates(rooms: List[NodeRoom], pending: List[Obj], out: Set[str],
                fits: Callable[[Obj, NodeRoom, Set[str]], bool]) -> List[NodeRoom]:
     """The unread rooms that could take one of the ``pending`` pods, were there room."""
     return [r for r in rooms if not r.known and any(fits(pod, r, out) for pod in pending)]
+
+
+# -- namespaces, for the drain rules' namespace_selector --------------------------------------------------
+def namespace_labels(client: Client, names: Iterable[str]) -> Dict[str, Dict[str, str]]:
+    """The labels of each namespace named (one GET each: the shipped ClusterRole may get a
+    namespace, not list them), read only when a drain rule has a ``namespace_selector``. A
+    namespace that is gone has none; ``kubernetes.io/metadata.name`` is always there otherwise."""
+    found: Dict[str, Dict[str, str]] = {}
+    for name in sorted(set(names)):
+        if not name:
+            continue
+        namespace = client.get_or_none(paths.namespace(name))
+        found[name] = dict(((namespace or {}).get("metadata") or {}).get("labels") or {})
+    return found

@@ -15,16 +15,17 @@ from __future__ import annotations
 import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
-from ..model import returning, validation
+from ..model import drain_rules, returning, validation
 from ..model.kubevirt import MODES as KUBEVIRT_MODES
 from ..model.pod_filters import (
+    COMPLETE,
     DELETE,
     EVICT,
     REFUSE,
@@ -47,11 +48,13 @@ from ..model.tracking import (
     group,
     initial_counts,
     outcome_of,
+    pending_pod,
     status_fields,
 )
 from ..stores import maintenance
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..stores.nodes import read_node
+from ..stores.preflight_reads import namespace_labels
 from . import dry_run, run
 from . import migrations as kubevirt
 
@@ -91,6 +94,8 @@ class DrainOptions:
     # this many times per workload before the drain fails naming them
     returning_pod_evictions: int = 3
     held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
+    # drain rules (model/drain_rules.py): order batches, skip, wait-completed; None: no rule
+    rules: Optional[List[Dict[str, Any]]] = None
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -112,7 +117,8 @@ class DrainOptions:
                   lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES),
                   lambda: v.number(self.returning_pod_evictions, "returning_pod_evictions", 0,
                                    MAX_RETURNING_EVICTIONS, "evictions", integer=True),
-                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)]
+                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES),
+                  lambda: drain_rules.parse_rules(self.rules)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
         if self.grace_period is not None:  # unset: each pod's own
@@ -206,6 +212,12 @@ class DrainRun:
         self.selection = selection or opts.selection()
         self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
                                   skip_after=opts.skip_wait_for_delete_timeout)
+        held = next((p.last_error for p in self.tracker.pending.values() if p.blocked or p.action == COMPLETE), "")
+        self.tracker.last_error = held  # a do-not-disrupt pod, or one waited for, says so from the start
+        # order batches (drain rules): one batch is the drain as it always was
+        self.orders = self.tracker.orders()
+        self.batch_order: Optional[int] = None  # the batch announced last
+        self.rule_skipped = [p.brief() for p in plans if p.action == SKIP and p.rule]
         self.watcher = Watcher(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"}, initial=listing)
         # Pods that land on the node after the list (returning.py): every pod seen so far, by UID,
         # and the returning ones per workload, with why they could come back.
@@ -259,7 +271,27 @@ class DrainRun:
         wanted = status_fields(self.total, self.eviction_pods, self.tracker.pending.values(), last_error, finished)
         if self.kubevirt is not None:
             wanted["migrations"] = self.kubevirt.status()
+        if len(self.orders) > 1:
+            wanted["drainBatch"] = "all batches drained" if finished else self.batch_text()
+        if self.rule_skipped:
+            wanted["skippedPods"] = self.rule_skipped
         return wanted
+
+    def batch_text(self) -> str:
+        current = self.tracker.current_order()
+        if current is None:
+            waiting = sum(1 for p in self.tracker.pending.values() if p.action == COMPLETE)
+            return f"all batches drained; waiting for {waiting} pod(s) to complete"
+        return drain_rules.batch_text(self.orders, current, len(self.tracker.batch(current)))
+
+    def announce_batch(self) -> None:
+        """A ``Drain`` event when a new order batch starts (only when there are several)."""
+        current = self.tracker.current_order()
+        if len(self.orders) < 2 or current is None or current == self.batch_order:
+            return
+        self.batch_order = current
+        self.orders = sorted(set(self.orders) | {current})
+        self.record(DRAIN, f"Drain node {self.opts.node}: {self.batch_text()}", f"batch {current}")
 
     def record(self, reason: str, message: str, key: str = "", etype: Optional[str] = None) -> None:
         nm = self.status.nm
@@ -269,6 +301,7 @@ class DrainRun:
 
     # -- requests on the pool ------------------------------------------------------------------
     def submit_due(self, pool: ThreadPoolExecutor) -> None:
+        self.announce_batch()
         for pod in self.tracker.due(time.monotonic()):
             if pod.fallback and pod.key not in self.fallen_back:
                 self.fallen_back.add(pod.key)
@@ -340,7 +373,7 @@ class DrainRun:
             self.returned_pods.append({"namespace": plan.namespace, "name": plan.name, "reason": why})
             self.may_return = self.may_return or returning.may_come_back(pod)
             # pending in every case: the status never says 100 % while it is on the node
-            self.tracker.pending[plan.key] = PendingPod(plan, EVICT if plan.action == REFUSE else plan.action)
+            self.tracker.pending[plan.key] = pending_pod(plan, EVICT if plan.action == REFUSE else plan.action)
             if plan.action == REFUSE:
                 self.tracker.fatal.append(refusal_message(self.opts.node, [plan]))
                 continue
@@ -382,6 +415,12 @@ class DrainRun:
             self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
+        if any(p.blocked for p in self.tracker.pending.values()):
+            for pod in self.tracker.unblock(self.watcher.objects, drain_rules.do_not_disrupt):
+                self.record(DRAIN, f"Pod {pod.key} is no longer annotated do-not-disrupt: evicted in its batch",
+                            pod.key)
+            if not any(p.blocked or p.action == COMPLETE for p in self.tracker.pending.values()):
+                self.tracker.last_error = ""
         self.look_for_returning()
         if self.tracker.fatal and not self.tracker.in_flight():
             return False
@@ -403,12 +442,20 @@ class DrainRun:
         if not self.tracker.pending:
             self.status.offer(self.fields(finished=True), time.monotonic(), force=True)
             return True, ""
-        counts = {a: sum(1 for p in self.plans if p.action == a) for a in (EVICT, DELETE, WAIT, SKIP)}
+        counts = {a: sum(1 for p in self.plans if p.action == a) for a in (EVICT, DELETE, WAIT, SKIP, COMPLETE)}
         # The first progress goes out after a second, as every later one: a drain done
         # sooner writes its status once, when it ends.
         self.status.throttle.last_time = time.monotonic()
+        extra = ""
+        if len(self.orders) > 1:
+            extra += f"; {len(self.orders)} order batches ({', '.join(str(o) for o in self.orders)}), lowest first"
+        if counts[COMPLETE]:
+            extra += f"; {counts[COMPLETE]} waited for until they complete (wait-completed)"
+        blocked = [p.plan.key for p in self.tracker.pending.values() if p.blocked]
+        if blocked:
+            extra += f"; {len(blocked)} annotated do-not-disrupt, never evicted: {', '.join(sorted(blocked)[:5])}"
         self.record(DRAIN, f"Drain node {self.opts.node}: {counts[EVICT]} pods to evict, {counts[DELETE]} to delete, "
-                           f"{counts[WAIT]} already terminating, {counts[SKIP]} skipped")
+                           f"{counts[WAIT]} already terminating, {counts[SKIP]} skipped" + extra)
         pool = ThreadPoolExecutor(max_workers=self.opts.parallelism, thread_name_prefix="nmo-drain")
         self.waitable.start()
         error = ""
@@ -459,9 +506,11 @@ def brief(pod: PendingPod, reason: Optional[str] = None) -> Dict[str, Any]:
 def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[str, Any]]]:
     """evicted / deleted: our request was accepted; gone: it left without one (already
     terminating, or removed by someone else meanwhile)."""
-    out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": []}
+    out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": [], "completed": []}
     for pod in sorted(tracker.done, key=lambda p: p.key):
-        if not pod.accepted:
+        if pod.action == COMPLETE:
+            out["completed"].append(brief(pod))
+        elif not pod.accepted:
             out["gone"].append(brief(pod, "already terminating" if pod.action == WAIT else "gone before our request"))
         elif pod.action == EVICT:
             out["evicted"].append(brief(pod))
@@ -476,14 +525,20 @@ def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dic
     """The drain's dry run: each pod it would act on, and whether its PodDisruptionBudget lets
     it go now (a server-side dry-run eviction, nothing written), as a diff of the pods on the
     node before and after."""
-    evicting = [p for p in acting if p.action == EVICT]
+    evicting = [p for p in acting if p.action == EVICT and not p.blocked]
     answers = dry_run.dry_run_all(client, evicting, opts.parallelism)
     plan = {}
     for p in acting:
-        if p.action == EVICT:
+        if p.action == EVICT and p.blocked:
+            plan[p.key] = f"blocked: annotated {p.blocked}, never evicted"
+        elif p.action == EVICT:
             plan[p.key] = "evict: " + dry_run.verdict_text(answers[p.key])
+        elif p.action == DELETE and p.blocked:
+            plan[p.key] = f"blocked: annotated {p.blocked}, never deleted"
         elif p.action == DELETE:
             plan[p.key] = "delete (finished, or eviction disabled)"
+        elif p.action == COMPLETE:
+            plan[p.key] = "wait until it completes (wait-completed)"
         else:
             plan[p.key] = "wait for it (already being deleted)"
     refused = [k for k, a in answers.items() if a.answer != dry_run.ALLOWED]
@@ -491,6 +546,18 @@ def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dic
                                 "refused": refused},
             "diff": {"before": {"pods": sorted(plan)},
                      "after": {"pods": [], "plan": plan}}}
+
+
+def rule_result(plans: List[PodPlan]) -> Dict[str, Any]:
+    """What the drain rules made of the node: its order batches (lowest first, each with its
+    pods counted), the pods annotated do-not-disrupt and those waited for to complete."""
+    orders: Dict[int, int] = {}
+    for p in plans:
+        if p.action in (EVICT, DELETE, WAIT):
+            orders[p.order] = orders.get(p.order, 0) + 1
+    return {"batches": [{"order": o, "pods": n} for o, n in sorted(orders.items())],
+            "do_not_disrupt": [{**p.brief(), "annotation": p.blocked} for p in plans if p.blocked],
+            "wait_completed": [p.brief() for p in plans if p.action == COMPLETE]}
 
 
 def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
@@ -501,6 +568,9 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
     nm = read_maintenance(client, opts)
     listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
+    if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace on the node
+        selection = replace(selection, namespace_labels=namespace_labels(
+            client, [p.get("metadata", {}).get("namespace", "") for p in listing.get("items", [])]))
     plans = [classify(pod, selection) for pod in listing.get("items", [])]
     warnings: List[str] = []
     if not node.get("spec", {}).get("unschedulable") and not client.dry_run:  # a dry run's begin cordoned nothing
@@ -512,9 +582,11 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
     refused = [p for p in plans if p.action == REFUSE]
     if refused:
         raise DrainFailed(refusal_message(opts.node, refused), refused=[p.brief() for p in refused], **result)
-    acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT)]
+    acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT, COMPLETE)]
+    result.update(rule_result(plans))
     if client.dry_run:  # the plan, with the API server's dry-run verdict a pod
         result.update({f"would_{a}": [p.brief() for p in acting if p.action == a] for a in (EVICT, DELETE, WAIT)})
+        result["would_wait_completed"] = [p.brief() for p in acting if p.action == COMPLETE]
         result.update(check_plan(client, opts, acting))
         result.update(changed=bool(acting), elapsed=round(time.monotonic() - started, 3),
                       api_requests=client.requests - first_request, warnings=warnings)

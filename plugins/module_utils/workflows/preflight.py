@@ -17,16 +17,28 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import InputError
-from ..model import budgets, kubevirt, returning, validation
+from ..model import budgets, drain_rules, kubevirt, returning, validation
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
-from ..model.pod_filters import DELETE, EVICT, REFUSE, SKIP, WAIT, PodPlan, SelectionOptions, classify, controller_of, is_finished
+from ..model.pod_filters import (
+    COMPLETE,
+    DELETE,
+    EVICT,
+    REFUSE,
+    SKIP,
+    WAIT,
+    PodPlan,
+    SelectionOptions,
+    classify,
+    controller_of,
+    is_finished,
+)
 from ..stores import kubevirt as kubevirt_preflight
-from ..stores.preflight_reads import Snapshot, candidates
+from ..stores.preflight_reads import Snapshot, candidates, namespace_labels
 from .dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
 
 __all__ = ["Snapshot", "PreflightOptions", "preflight"]
@@ -50,6 +62,7 @@ class PreflightOptions:
     skip_wait_for_delete_timeout: int = 0
     parallelism: int = 32
     kubevirt: str = kubevirt.WAIT
+    rules: Optional[List[Dict[str, Any]]] = None  # drain rules (model/drain_rules.py)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
@@ -75,7 +88,8 @@ class PreflightOptions:
                        lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
                                         v.MAX_WAIT_SECONDS, "seconds", integer=True),
                        lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                       lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES))
+                       lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES),
+                       lambda: drain_rules.parse_rules(self.rules))
         except InputError as exc:
             problems.append(exc.message)
         if problems:
@@ -109,6 +123,9 @@ class NodeReport:
         if not self.found:
             return self.blockers[0]
         counts = f"{evict} to evict" + (f", {delete} to delete" if delete else "")
+        batches = self.batches()
+        if len(batches) > 1:
+            counts += f" in {len(batches)} order batches ({', '.join(str(b['order']) for b in batches)})"
         if self.blockers:
             more = f" (+{len(self.blockers) - 1} more)" if len(self.blockers) > 1 else ""
             return f"{counts}; {self.blockers[0]}{more}"
@@ -122,6 +139,14 @@ class NodeReport:
         where = f"; {len(placed)} replacement(s) fit elsewhere" if placed else ""
         return f"{counts}{', all allowed now' if evict else ''}{where}"
 
+    def batches(self) -> List[Dict[str, Any]]:
+        """The order batches of the pods the drain takes, lowest first (drain rules)."""
+        orders: Dict[int, List[str]] = {}
+        for p in self.plans:
+            if p.action in (EVICT, DELETE, WAIT):
+                orders.setdefault(p.order, []).append(p.key)
+        return [{"order": o, "pods": sorted(keys)} for o, keys in sorted(orders.items())]
+
     def as_dict(self) -> Dict[str, Any]:
         pending = [p.brief() for p in self.placements if not p.node]
         needed: Dict[str, int] = {}
@@ -134,6 +159,8 @@ class NodeReport:
             "to_evict": self.evictions, "to_delete": [p.brief() for p in self.of(DELETE)],
             "to_wait": [p.brief() for p in self.of(WAIT)], "skipped_pods": [p.brief() for p in self.of(SKIP)],
             "refused": [p.brief() for p in self.of(REFUSE)],
+            "batches": self.batches(), "to_wait_completed": [p.brief() for p in self.of(COMPLETE)],
+            "do_not_disrupt": [{**p.brief(), "annotation": p.blocked} for p in self.plans if p.blocked],
             "pdbs": [self.budgets[k].brief() for k in sorted(self.budgets)],
             "capacity": {"batch": self.batch, "replacements": len(self.placements),
                          "requests": show_requests(needed) + f", pods {needed.get('pods', 0)}",
@@ -144,8 +171,25 @@ class NodeReport:
 
 def judge_options(report: NodeReport) -> None:
     for plan in report.of(REFUSE):
+        if not plan.options:  # a drain label that cannot be read
+            report.blockers.append(f"{plan.key}: {plan.reason}")
+            continue
         allow = " and ".join(f"{o}=true" for o in plan.options)
         report.blockers.append(f"{plan.key} needs {allow}: {plan.reason}")
+
+
+def judge_rules(report: NodeReport) -> None:
+    """Drain rules: a do-not-disrupt pod is a no-go (the drain never evicts it and would wait
+    for it until its timeout); a pod waited for until it completes is a warning (the drain
+    waits for it, within its timeout)."""
+    for plan in report.plans:
+        if plan.blocked:
+            report.blockers.append(f"{plan.key} is annotated {plan.blocked} (do-not-disrupt): never evicted, it "
+                                   "blocks the drain as a PodDisruptionBudget that allows nothing would, until the "
+                                   "annotation is removed or the drain times out")
+        elif plan.action == COMPLETE:
+            report.warnings.append(f"{plan.key} is waited for until it completes ({plan.rule or 'wait-completed'}), "
+                                   "within the drain's timeout: the drain does not evict it")
 
 
 def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
@@ -157,7 +201,7 @@ def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
     why: Dict[str, str] = {}
     for plan in report.plans:
         pod = pods[plan.key]
-        if plan.action in (EVICT, DELETE) and not is_finished(pod) and returning.may_come_back(pod):
+        if plan.action in (EVICT, DELETE) and not plan.blocked and not is_finished(pod) and returning.may_come_back(pod):
             name = returning.workload(pod)
             by_workload.setdefault(name, []).append(plan.key)
             why[name] = returning.letting_in(pod) or ""
@@ -202,7 +246,8 @@ def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, 
 def needs_room(plan: PodPlan, pod: Obj) -> bool:
     """A replacement will be created for it: evicted or deleted while running, with a controller."""
     ref = controller_of(pod)
-    return plan.action in (EVICT, DELETE) and not is_finished(pod) and ref is not None and ref.get("kind") != "DaemonSet"
+    return (plan.action in (EVICT, DELETE) and not plan.blocked and not is_finished(pod) and ref is not None
+            and ref.get("kind") != "DaemonSet")
 
 
 def _fits_statically(pod: Obj, room: Any, out: Any) -> bool:
@@ -281,6 +326,10 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     opts.validate()
     snapshot = Snapshot.read(client, opts.nodes, opts.parallelism)
     selection = opts.selection(time.time())
+    if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace of the judged pods
+        selection = replace(selection, namespace_labels=namespace_labels(
+            client, [p.get("metadata", {}).get("namespace", "") for pods_of in snapshot.pods_by_node.values()
+                     for p in pods_of]))
     reports: List[NodeReport] = []
     pods: Dict[str, Obj] = {}
     for name in opts.nodes:
@@ -299,11 +348,12 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             report.plans.append(plan)
             pods[plan.key] = pod
         judge_options(report)
+        judge_rules(report)
         judge_returning(report, pods)
-    answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT)], opts.parallelism)
+    answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     for report in reports:
-        for plan in report.of(EVICT):
+        for plan in (p for p in report.of(EVICT) if not p.blocked):
             judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets, vms.get(plan.key))
     judge_capacity(reports, pods, snapshot, opts.concurrency)
     blocked = [r.node for r in reports if r.verdict == NO_GO]

@@ -55,4 +55,4 @@ def still_attached(node_name: str, node: Dict[str, Any], attachments: Iterable[D
 
 
 def message(node_name: str, held: List[str]) -> str:
-    return f"waiting for {len(held)} volume(s) to detach from node {node_name}: {', '.join(held)}"
+    return f"waiting for volumes to detach from node {node_name}: {', '.join(held)}"

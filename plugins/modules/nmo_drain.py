@@ -288,6 +288,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoE
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start, settle, volumes
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.run import guard_for
 
 
 def core(client, params):
@@ -316,8 +317,9 @@ def core(client, params):
         if volume_timeout > 0:  # docs/design.md §4.7.7: no volume holds the node before the work
             staying = None if with_operator else result.get("skipped_pods") or []
             try:
+                guard = guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
                 result["volumes"] = volumes.wait_detached(client, opts.node, volume_timeout, staying,
-                                                          result.get("maintenance") or opts.maintenance, pods)
+                                                          result.get("maintenance") or opts.maintenance, pods, guard)
             except volumes.VolumesAttached as exc:
                 exc.details = {**result, **exc.details, "changed": True}
                 raise

@@ -42,6 +42,12 @@ options:
       - Seconds to wait. V(0) does not wait, only removes the annotations.
     type: float
     default: 900
+  run_id:
+    description:
+      - The playbook run this settle is for (M(nmo.maintenance.nmo_run)). The wait stops, removing
+        nothing, when that run is gone (its run lease deleted or expired, the controller dead); the
+        annotations stay for the next run.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -101,12 +107,13 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.settle i
 
 
 def core(client, params):
-    return settle(client, Options(node=params["node"], timeout=params["timeout"]))
+    return settle(client, Options(node=params["node"], timeout=params["timeout"], run_id=params["run_id"] or ""))
 
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
-    "timeout": {"type": "float", "default": 900}}
+    "timeout": {"type": "float", "default": 900},
+    "run_id": {"type": "str"}}
 
 
 def main():

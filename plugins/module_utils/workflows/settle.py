@@ -27,6 +27,7 @@ from ..model import settle as model
 from ..model import validation
 from ..stores.events import EventRecorder
 from ..stores.nodes import read_node
+from . import run
 
 SETTLE = "Settle"  # the event's reason
 TICK = 1.0
@@ -46,10 +47,13 @@ class SettleFailed(NmoError):
 class Options:
     node: str
     timeout: float = 900.0
+    run_id: str = ""  # the playbook run: the wait stops, writing nothing, when it is gone (docs/design.md §6.4)
 
     def validate(self) -> None:
-        validation.problems(lambda: validation.node_name(self.node),
-                            lambda: validation.seconds(self.timeout, "timeout"))
+        checks = [lambda: validation.node_name(self.node), lambda: validation.seconds(self.timeout, "timeout")]
+        if self.run_id:
+            checks.append(lambda: run.validate_id(self.run_id))
+        validation.problems(*checks)
 
 
 def collection(kind: str, namespace: str) -> str:
@@ -154,6 +158,7 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
         return result
     waiting = Waiting(client, snap or {})
     recorder = EventRecorder(client)
+    guard = run.guard_for(client, opts.run_id)
     with MultiWatcher(*waiting.watchers.values()) as watcher:
         if client.dry_run:
             result.update(would_wait_for=[{**e} for e in waiting.look()], settled=not waiting.not_whole,
@@ -165,7 +170,7 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
                                           f"again: {waiting.describe()}"[:1000], "Normal")
         try:
             wait_until(watcher, lambda: True if not waiting.look() else None, opts.timeout, waiting.describe,
-                       tick=lambda: None, tick_every=TICK)
+                       tick=guard.check, tick_every=TICK)
         except WaitTimeout:
             entries = waiting.explain()
             text = (message(opts.node, entries) + f" after {opts.timeout:g} s (settle_timeout). The node is back "

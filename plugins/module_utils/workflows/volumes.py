@@ -22,6 +22,7 @@ from ..errors import ApiError, NmoError, WaitTimeout
 from ..model import volumes
 from ..stores import maintenance
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
+from . import run
 
 VOLUME_ATTACHMENTS = paths.custom("storage.k8s.io", "v1", "volumeattachments")
 TICK = 1.0
@@ -69,10 +70,12 @@ def kept_volumes(client: Client, node: str, skipped: Optional[Iterable[Dict[str,
 
 
 def wait_detached(client: Client, node: str, timeout: float, skipped: Optional[Iterable[Dict[str, Any]]],
-                  nm_name: Optional[str] = None, pods: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+                  nm_name: Optional[str] = None, pods: Optional[List[Dict[str, Any]]] = None,
+                  guard: Optional[run.Guard] = None) -> Dict[str, Any]:
     """Wait until no volume holds ``node``; the result's ``volumes`` part. In a dry run, what
     would be waited for (no wait, nothing written)."""
     started = time.monotonic()
+    guard = guard or run.NoGuard()
     node_query = {"fieldSelector": f"metadata.name={node}"}
     nodes = list_objects(client, paths.NODES, node_query)
     attachments = list_objects(client, VOLUME_ATTACHMENTS)
@@ -120,7 +123,7 @@ def wait_detached(client: Client, node: str, timeout: float, skipped: Optional[I
 
         try:
             wait_until(watcher, check, timeout, lambda: volumes.message(node, state["held"]),
-                       tick=lambda: note(volumes.message(node, state["held"])), tick_every=TICK)
+                       tick=lambda: (guard.check(), note(volumes.message(node, state["held"]))), tick_every=TICK)
         except WaitTimeout:
             error = (f"volumes still attached to node {node} after {timeout:g} s "
                      f"(volume_detach_timeout): {', '.join(state['held'])}")

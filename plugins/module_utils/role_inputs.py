@@ -151,6 +151,27 @@ def drain(values: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     return merged, messages
 
 
+# The waits of docs/design.md §4.7.8 and §4.9.1: seconds, 0 (off) to a week; -e gives them as strings
+WAITS = ("node_maintenance_volume_detach_timeout", "node_maintenance_settle_timeout")
+MAX_WAIT = 604800
+
+
+def wait_seconds(value: Any, option: str) -> None:
+    """A number of seconds from 0 (no wait) to a week, as given (a string from -e too)."""
+    if value is None:
+        return
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or number != number:
+        raise InputError(f"{option}: {_shown(value)} is not a number of seconds (0 to {MAX_WAIT}, 0: no wait)")
+    if not 0 <= number <= MAX_WAIT:
+        raise InputError(f"{option}: {_shown(value)} must be between 0 (no wait) and {MAX_WAIT} seconds (a week)")
+
+
 def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) -> Tuple[List[str], Dict[str, Any]]:
     """(problems, facts): every problem of the role's inputs; facts for the role's later
     tasks (the window's end as a UTC timestamp, and how long ago it was when in the past;
@@ -161,6 +182,11 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
         facts["drain"], deprecations = drain(values)
         if deprecations:
             facts["deprecations"] = deprecations
+    for option in WAITS:
+        try:
+            wait_seconds(values.get(option), option)
+        except InputError as exc:
+            problems.append(exc.message)
     if LEASE_DURATION in values:
         try:
             lease_duration(values[LEASE_DURATION])

@@ -106,6 +106,29 @@ options:
       - Omitted, as the run O(run_id) says (the mode its start wrote on the run lease); without
         O(run_id), V(false).
     type: bool
+  volume_detach_timeout:
+    description:
+      - After the drain (or NMO's, in operator mode), wait up to this many seconds, in the same
+        call, until the node's C(status.volumesAttached) is empty and no C(VolumeAttachment)
+        (C(storage.k8s.io/v1)) names the node in C(spec.nodeName); the volumes of pods that stay
+        on the node (O(drain.ignore_daemonsets), skipped pods) are not waited for. While it waits,
+        the NodeMaintenance's C(lastError) names the volumes still attached (the progress line prints
+        it) and a C(Drain) event says so; at the timeout the module fails naming them.
+      - V(0) does not wait (the role's C(node_maintenance_volume_detach_timeout) is on by default,
+        600 s).
+      - In check mode, returns what would be waited for (RV(volumes.would_wait_for)).
+    type: float
+    default: 0
+  settle:
+    description:
+      - Before the drain evicts, take the snapshot of what must be whole again after the
+        maintenance (see M(nmo.maintenance.nmo_settle)) - the Deployments, StatefulSets, ReplicaSets
+        and KubeVirt VirtualMachines of the node's pods and the PodDisruptionBudgets covering
+        them with their C(disruptionsAllowed). It is kept as the Node's annotation
+        C(nmo.maintenance/settle) (merged with one a killed run left) and returned as RV(settle).
+        Not written in check mode.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -277,29 +300,65 @@ status:
   description: The NodeMaintenance as the drain left it (name, phase, drainProgress, pendingPods, lastError).
   returned: when O(maintenance) is given
   type: dict
+volumes:
+  description:
+    - The volume wait (O(volume_detach_timeout)) - C(attached) (what still held the node at the
+      end, empty on success), C(was_attached) (what the wait began with), C(ignored) (volumes
+      of pods that stay), C(waited), C(elapsed), C(timeout), in check mode C(would_wait_for).
+  returned: when O(volume_detach_timeout) is more than 0 and the drain finished
+  type: dict
+settle:
+  description:
+    - With O(settle), the snapshot - C(workloads) (each C(kind), C(namespace), C(name), for a
+      Deployment its C(replicaset)) and C(budgets) (each C(namespace), C(name), C(allowed), the
+      C(disruptionsAllowed) before the drain).
+  returned: with O(settle)
+  type: dict
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start, settle, volumes
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.run import guard_for
 
 
 def core(client, params):
     validation.seconds(params["progress_interval"], "progress_interval")
     params, warnings = specs.drain_params(params)
     opts = DrainOptions.from_params(params)
+    volume_timeout = params["volume_detach_timeout"]
     if params["validate_only"]:
-        opts.validate()
+        validation.problems(opts.validate, lambda: validation.seconds(volume_timeout, "volume_detach_timeout"))
         result = {"changed": False, "node": opts.node, "validated": True}
     else:
+        validation.problems(opts.validate, lambda: validation.seconds(volume_timeout, "volume_detach_timeout"))
         with_operator = params["operator"]
         if with_operator is None:
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
-        result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
+        # docs/design.md §4.9.1: what must be whole again, known before anything is evicted
+        snap, pods = settle.take_snapshot(client, opts.node) if params["settle"] else (None, None)
+        try:
+            result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
+        except NmoError as exc:
+            if snap is not None:
+                exc.details["settle"] = snap
+            raise
         if with_operator and opts.rules:
             warnings.append("drain.rules have no effect in operator mode: the Node Maintenance Operator drains")
+        if snap is not None:
+            result["settle"] = snap
+        if volume_timeout > 0:  # docs/design.md §4.7.8: no volume holds the node before the work
+            staying = None if with_operator else result.get("skipped_pods") or []
+            try:
+                guard = guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
+                result["volumes"] = volumes.wait_detached(client, opts.node, volume_timeout, staying,
+                                                          result.get("maintenance") or opts.maintenance, pods, guard)
+            except volumes.VolumesAttached as exc:
+                exc.details = {**result, **exc.details, "changed": True}
+                raise
     if warnings:
         result["warnings"] = warnings + list(result.get("warnings") or [])
     return result
@@ -314,7 +373,9 @@ ARGUMENT_SPEC = {
     "run_id": {"type": "str"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"},
     "validate_only": {"type": "bool", "default": False},
-    "operator": {"type": "bool"}}
+    "operator": {"type": "bool"},
+    "volume_detach_timeout": {"type": "float", "default": 0},
+    "settle": {"type": "bool", "default": False}}
 
 
 def main():

@@ -13,7 +13,9 @@ description:
   - V(skip-owned), its C(NodeMaintenance) is held by another run that is alive (its run lease is
     being renewed); it is left to that run, never adopted. V(finish), in flight and already done
     for O(campaign), only the end is left. V(full), the whole lifecycle (a node in flight whose
-    run is gone is resumed from its start). V(skip-done), done already for O(campaign).
+    run is gone is resumed from its start). V(settle), back in service but the settle of its
+    end (M(nmo.maintenance.nmo_settle)) did not finish (its C(nmo.maintenance/settle-ended) mark);
+    only the settle is left. V(skip-done), done already for O(campaign).
     V(skip-window), O(window_end) is past; no node is begun after it, one in flight is still
     finished.
   - M(nmo.maintenance.nmo_maintenance) applies the same rule when it begins the node, so a run
@@ -86,7 +88,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 plan:
-  description: With O(node), the plan, V(full), V(finish), V(skip-owned), V(skip-done) or V(skip-window).
+  description: With O(node), the plan, V(full), V(finish), V(settle), V(skip-owned), V(skip-done) or V(skip-window).
   returned: with node
   type: str
 owner:

@@ -11,6 +11,9 @@ asking, the campaign and the window's end, a node is
   earlier run drained it and did the work, only the end is left.
 * ``full``: in flight otherwise (resumed from the start of the lifecycle), or not in flight
   and nothing says to skip it.
+* ``settle``: not in flight, and its end marked it for the settle (``nmo.maintenance/settle-ended``,
+  docs/design.md §4.9.1) that did not finish (the run was killed, or the settle failed): only the
+  settle is left, before the campaign mark or the window are looked at.
 * ``skip-done``: not in flight, and done already for this campaign (the node's campaign mark).
 * ``skip-window``: not in flight, and the window ended: no node is begun after it. A node in
   flight is still finished: leaving it half done would be worse.
@@ -27,7 +30,9 @@ from datetime import datetime, timezone
 from typing import Any, Dict, Optional
 
 FULL, FINISH, SKIP_OWNED, SKIP_DONE, SKIP_WINDOW = "full", "finish", "skip-owned", "skip-done", "skip-window"
-PLANS = (FULL, FINISH, SKIP_OWNED, SKIP_DONE, SKIP_WINDOW)
+SETTLE = "settle"
+PLANS = (FULL, FINISH, SETTLE, SKIP_OWNED, SKIP_DONE, SKIP_WINDOW)
+SETTLE_MARK = "nmo.maintenance/settle-ended"  # model/settle.py's ENDED: the end wrote it, the settle removes it
 CAMPAIGN_MARK = "nmo.maintenance/campaign"  # the node annotation the end writes for a campaign
 WINDOW_OPTION = "node_maintenance_window_end"  # named in what is said, as the operator gave it
 
@@ -111,6 +116,8 @@ def plan_node(node: str, report: Dict[str, Any], run_id: str, campaign: str = ""
     done = done_in(report, campaign)
     if in_flight(report):
         return Plan(node=node, plan=FINISH if done else FULL, outcome="succeeded", resume=True)
+    if SETTLE_MARK in (report.get("annotations") or {}):
+        return Plan(node=node, plan=SETTLE, outcome="succeeded", resume=True)
     if done:
         return Plan(node=node, plan=SKIP_DONE, outcome=f"skipped (done in campaign {campaign})")
     moment = now or datetime.now(timezone.utc)

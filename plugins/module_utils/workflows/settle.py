@@ -1,0 +1,184 @@
+"""Workloads whole again before the next node (docs/design.md §4.9.1).
+
+``take_snapshot`` runs inside the drain's module call, before the drain evicts: one list of
+the node's pods and one of the PodDisruptionBudgets say which workloads and budgets must be
+whole again (``model.settle.snapshot``), merged with a snapshot a killed run left, and kept
+as an annotation of the Node (one merge patch), where a rerun finds it whether the node is
+still in maintenance or back in service. The end marks the node (``settle-ended``).
+
+``settle`` runs after the end: one watch per namespace and kind involved, and one on the
+namespace's budgets, until every workload is at its desired ready replicas and every budget
+allows as many disruptions as before the drain; then both annotations are removed. A
+timeout fails naming each workload that is not whole and why, from its pods (Pending and
+the scheduler's message, an image that cannot be pulled).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..api import paths
+from ..api.client import Client
+from ..api.waiter import MultiWatcher, Watcher, list_objects, wait_until
+from ..errors import NmoError, WaitTimeout
+from ..model import settle as model
+from ..model import validation
+from ..stores.events import EventRecorder
+from ..stores.nodes import read_node
+from . import run
+
+SETTLE = "Settle"  # the event's reason
+TICK = 1.0
+PATHS = {
+    "Deployment": ("apps", "v1", "deployments"),
+    "StatefulSet": ("apps", "v1", "statefulsets"),
+    "ReplicaSet": ("apps", "v1", "replicasets"),
+    "VirtualMachine": ("kubevirt.io", "v1", "virtualmachines"),
+}
+
+
+class SettleFailed(NmoError):
+    """Workloads the drain evicted were not whole again within the settle timeout."""
+
+
+@dataclass(frozen=True)
+class Options:
+    node: str
+    timeout: float = 900.0
+    run_id: str = ""  # the playbook run: the wait stops, writing nothing, when it is gone (docs/design.md §6.4)
+
+    def validate(self) -> None:
+        checks = [lambda: validation.node_name(self.node), lambda: validation.seconds(self.timeout, "timeout")]
+        if self.run_id:
+            checks.append(lambda: run.validate_id(self.run_id))
+        validation.problems(*checks)
+
+
+def collection(kind: str, namespace: str) -> str:
+    group, version, plural = PATHS[kind]
+    return paths.custom(group, version, plural, namespace)
+
+
+def annotate(client: Client, node: str, values: Dict[str, Optional[str]]) -> None:
+    client.patch(paths.node(node), {"metadata": {"annotations": values}}, "merge")
+
+
+# -- before the drain ------------------------------------------------------------------------------
+def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """(snapshot, the node's pods): what must be whole again, kept on the Node (not in a dry run)."""
+    current = read_node(client, node)
+    pods = list_objects(client, paths.PODS, {"fieldSelector": f"spec.nodeName={node}"}).get("items", [])
+    old = model.decode((current.get("metadata", {}).get("annotations") or {}).get(model.ANNOTATION))
+    new = model.snapshot(pods, list_objects(client, paths.PDBS).get("items", []) if pods else [])
+    snap = model.merge(old, new)
+    if not client.dry_run and not model.empty(snap) and snap != old:
+        annotate(client, node, {model.ANNOTATION: model.encode(snap)})
+    return snap, pods
+
+
+# -- after the end ---------------------------------------------------------------------------------
+class Waiting:
+    """The live view of the snapshot's workloads and budgets; what is not whole, and why."""
+
+    def __init__(self, client: Client, snap: Dict[str, Any]) -> None:
+        self.client = client
+        self.snap = snap
+        self.watchers: Dict[Tuple[str, str], Watcher] = {}
+        for w in snap.get("workloads") or []:
+            self.watchers.setdefault((w["kind"], w["namespace"]), Watcher(client, collection(w["kind"], w["namespace"])))
+        for b in snap.get("budgets") or []:
+            self.watchers.setdefault(("PodDisruptionBudget", b["namespace"]), Watcher(client, paths.pdbs(b["namespace"])))
+        self.not_whole: List[Dict[str, Any]] = []
+
+    def obj(self, kind: str, namespace: str, name: str) -> Optional[Dict[str, Any]]:
+        return self.watchers[(kind, namespace)].objects.get(f"{namespace}/{name}")
+
+    def look(self) -> List[Dict[str, Any]]:
+        out = []
+        for w in self.snap.get("workloads") or []:
+            why = model.why_not(w["kind"], self.obj(w["kind"], w["namespace"], w["name"]))
+            if why:
+                out.append({**w, "why": why})
+        for b in self.snap.get("budgets") or []:
+            why = model.budget_short(int(b.get("allowed") or 0), self.obj("PodDisruptionBudget", b["namespace"], b["name"]))
+            if why:
+                out.append({**b, "why": why})
+        self.not_whole = out
+        return out
+
+    def describe(self) -> str:
+        return "; ".join(f"{model.label(e)}: {e['why']}" for e in self.not_whole)
+
+    def explain(self) -> List[Dict[str, Any]]:
+        """The workloads not whole with their pods' reasons (one pod list a workload)."""
+        out = []
+        for entry in self.not_whole:
+            entry = dict(entry)
+            if "kind" in entry:
+                obj = self.obj(entry["kind"], entry["namespace"], entry["name"]) or {}
+                selector = (obj.get("spec") or {}).get("selector") or {}
+                if entry["kind"] == "VirtualMachine":
+                    selector = {"matchLabels": {"kubevirt.io/vm": entry["name"]}}
+                labels = ",".join(f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items()))
+                if labels:
+                    pods = list_objects(self.client, paths.pods(entry["namespace"]),
+                                        {"labelSelector": labels}).get("items", [])
+                    entry["pods"] = model.pending_reasons(pods)
+            out.append(entry)
+        return out
+
+
+def message(node: str, entries: List[Dict[str, Any]]) -> str:
+    parts = []
+    for e in entries:
+        text = f"{model.label(e)}: {e['why']}"
+        if e.get("pods"):
+            text += " (" + "; ".join(e["pods"]) + ")"
+        parts.append(text)
+    return f"workloads evicted from node {node} are not whole again: " + "; ".join(parts)
+
+
+def settle(client: Client, opts: Options) -> Dict[str, Any]:
+    """Wait until what the snapshot on the Node names is whole again; remove the annotations."""
+    opts.validate()
+    started, first = time.monotonic(), client.requests
+    node = read_node(client, opts.node)
+    annotations = node.get("metadata", {}).get("annotations") or {}
+    snap = model.decode(annotations.get(model.ANNOTATION))
+    ours = {k: None for k in (model.ANNOTATION, model.ENDED) if k in annotations}
+    result: Dict[str, Any] = {"node": opts.node, "changed": False, "snapshot": snap or {"workloads": [], "budgets": []},
+                              "not_whole": [], "timeout": opts.timeout}
+    if opts.timeout == 0 or model.empty(snap):
+        if ours and not client.dry_run:
+            annotate(client, opts.node, ours)
+        result.update(changed=bool(ours), settled=True, elapsed=round(time.monotonic() - started, 3),
+                      api_requests=client.requests - first)
+        return result
+    waiting = Waiting(client, snap or {})
+    recorder = EventRecorder(client)
+    guard = run.guard_for(client, opts.run_id)
+    with MultiWatcher(*waiting.watchers.values()) as watcher:
+        if client.dry_run:
+            result.update(would_wait_for=[{**e} for e in waiting.look()], settled=not waiting.not_whole,
+                          changed=bool(ours))
+            result["api_requests"] = client.requests - first
+            return result
+        if waiting.look():
+            recorder.record(node, SETTLE, f"Waiting for what the drain of node {opts.node} evicted to be whole "
+                                          f"again: {waiting.describe()}"[:1000], "Normal")
+        try:
+            wait_until(watcher, lambda: True if not waiting.look() else None, opts.timeout, waiting.describe,
+                       tick=guard.check, tick_every=TICK)
+        except WaitTimeout:
+            entries = waiting.explain()
+            text = (message(opts.node, entries) + f" after {opts.timeout:g} s (settle_timeout). The node is back "
+                    "in service; the next node is not begun")
+            recorder.record(node, SETTLE, text[:1000], "Warning")
+            raise SettleFailed(text, not_whole=entries, node=opts.node, snapshot=snap,
+                               elapsed=round(time.monotonic() - started, 3)) from None
+    annotate(client, opts.node, ours)
+    result.update(changed=True, settled=True, elapsed=round(time.monotonic() - started, 3),
+                  api_requests=client.requests - first)
+    return result

@@ -171,7 +171,8 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     shaped = not any(p.startswith((BUDGETS, CONTROL_PLANE_CONCURRENCY)) for p in problems)
     if shaped and (BUDGETS in values or CONTROL_PLANE_CONCURRENCY in values):
         try:  # the module's own check, each message naming the role's variable
-            topology_budgets.parse(values.get(BUDGETS) or [], values.get(CONTROL_PLANE_CONCURRENCY) or 1,
+            cp = values.get(CONTROL_PLANE_CONCURRENCY)
+            topology_budgets.parse(values.get(BUDGETS) or [], 1 if cp is None else cp,
                                    BUDGETS, CONTROL_PLANE_CONCURRENCY)
         except InputError as exc:
             problems.append(exc.message)

@@ -68,7 +68,8 @@ class Request:
                    slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
                    maintenance=maintenance_name, run_id=params.get("run_id") or "",
                    budgets=params.get("budgets") or [],
-                   control_plane_concurrency=params.get("control_plane_concurrency") or 1,
+                   control_plane_concurrency=1 if params.get("control_plane_concurrency") is None
+                   else params["control_plane_concurrency"],
                    etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"],
                                            params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
 

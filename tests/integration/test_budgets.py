@@ -23,7 +23,13 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.errors import Bloc
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import leases as lease_store
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, etcd_guard, heartbeat, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import (
+    disruption,
+    etcd_guard,
+    heartbeat,
+    lifecycle,
+    recover,
+)
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
 from .maintenance_support import (
@@ -301,6 +307,23 @@ def test_a_run_killed_mid_wait_holds_nothing_and_the_next_run_proceeds(cluster, 
         resumed = begin(cluster, world, a2, next_run, concurrency=2, budgets=ZONE_BUDGET)
         assert resumed["adopted_from"] == killed and len(resumed["lease"]["places"]) == 1
         end(cluster, world, a2, next_run)
+    assert places(cluster, world) == {}
+
+
+# -- recover: the places go with the node's slots ------------------------------------------------------
+def test_recover_releases_the_places_of_a_node_left_behind(cluster, world):
+    a1, a2 = zoned(world, {"a": 2})["a"]
+    begin(cluster, world, a1, concurrency=2, budgets=ZONE_BUDGET)
+    assert len(budget_places(cluster, world, a1)) == 1
+    # its NodeMaintenance deleted by hand: a1 is left behind, found by its marks and leases
+    maintenance.delete(cluster.client, maintenance_of(cluster.client, a1))
+    done = recover.recover(cluster.client, recover.RecoverOptions(slot_prefix=slot_prefix(world)))
+    assert a1 in done["recovered"] and not done.get("failed"), done
+    assert budget_places(cluster, world, a1) == [] and a1 not in places(cluster, world).values()
+    # the zone is free again: a2 goes, and recover.yml by name ends it with its place
+    begin(cluster, world, a2, concurrency=2, budgets=ZONE_BUDGET)
+    named = recover.recover(cluster.client, recover.RecoverOptions(nodes=[a2]))
+    assert named["recovered"] == [a2] and not named.get("failed"), named
     assert places(cluster, world) == {}
 
 

@@ -62,6 +62,39 @@ options:
     description: Namespace of the etcd guard PodDisruptionBudget and pods (OpenShift flavour).
     type: str
     default: openshift-etcd
+  budgets:
+    description:
+      - >-
+        Topology budgets, besides O(concurrency), counted across every run against the cluster (and, in
+        operator mode, every C(NodeMaintenance) NMO works on). Each is a dict, either
+        C({selector: <node label selector>, max: <count or "N%">}), at most C(max) of the nodes the
+        selector matches, or C({topology_key: <label key>, max: <count or "N%">}), at most C(max)
+        nodes of each value of the label (one node per C(topology.kubernetes.io/zone), say); a node
+        without the label is under no domain of it.
+      - A node takes a place in every budget it falls under, in one order for every run, all or
+        nothing (a Lease C(<slot_prefix>-<slug>-<hash>-<i>) a domain, annotated
+        C(nmo.maintenance/budget) with the budget and its domain). The most restrictive wins. A
+        percentage is of the nodes of the domain, rounded up. A node of the domain already
+        NotReady, or in maintenance without a place of the domain (another run without this
+        budget, Node Health Check's lease), counts against it, as Karpenter counts it.
+      - While a budget holds the node, C(lastError), the C(BlockedByNodeHealthCheck) event and
+        RV(holders) name the budget, its domain and who holds its places (node, lease, run).
+      - C(max) is a whole number from 1 to 1000 or a percentage from C(1%) to C(100%); the
+        selector must parse and the key be a label key; any other key is refused, before anything
+        is written.
+      - The nodes are listed (once per call, paginated, and every 10 s while waiting) only when
+        the node falls under a budget of this list; without budgets nothing more is read.
+    type: list
+    elements: dict
+    default: []
+  control_plane_concurrency:
+    description:
+      - How many control-plane nodes (label C(node-role.kubernetes.io/control-plane) or
+        C(node-role.kubernetes.io/master)) may be in maintenance at once, whatever O(concurrency),
+        across every run; a built-in budget, with its places C(<slot_prefix>-control-plane-<i>).
+        From 1 to 1000.
+    type: int
+    default: 1
   run_id:
     description:
       - The playbook run this is for (M(nmo.maintenance.nmo_run)). What is taken (the

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import specs
 from .errors import InputError
-from .model import renewal
+from .model import renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -36,6 +36,8 @@ DEPRECATED_DRAIN = {**{f"node_maintenance_drain_{name}": name for name in (
     "returning_pod_evictions")}, "node_maintenance_kubevirt": "kubevirt"}
 REMOVED_IN = "1.0.0"
 WINDOW_END = "node_maintenance_window_end"
+BUDGETS = "node_maintenance_budgets"
+CONTROL_PLANE_CONCURRENCY = "node_maintenance_control_plane_concurrency"
 # ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
 # and a zone, Z or an offset (+01:00, +0100)
 _WINDOW = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
@@ -190,6 +192,14 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     if LEASE_DURATION in values:
         try:
             lease_duration(values[LEASE_DURATION])
+        except InputError as exc:
+            problems.append(exc.message)
+    shaped = not any(p.startswith((BUDGETS, CONTROL_PLANE_CONCURRENCY)) for p in problems)
+    if shaped and (BUDGETS in values or CONTROL_PLANE_CONCURRENCY in values):
+        try:  # the module's own check, each message naming the role's variable
+            cp = values.get(CONTROL_PLANE_CONCURRENCY)
+            topology_budgets.parse(values.get(BUDGETS) or [], 1 if cp is None else cp,
+                                   BUDGETS, CONTROL_PLANE_CONCURRENCY)
         except InputError as exc:
             problems.append(exc.message)
     if WINDOW_END in values:

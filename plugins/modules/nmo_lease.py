@@ -26,8 +26,11 @@ description:
     C(lastError) and a Warning event C(BlockedByNodeHealthCheck) naming the holder, or
     C(EtcdQuorumNotMaintained) with C(etcd quorum is not maintained when node X is
     remediated). When acquired, a C(LeaseAcquired) event.
-  - O(state=released) deletes the node lease and the node's slots, each only when held by
-    us; a lease held by anyone else is left in place and reported.
+  - O(state=released) deletes the node lease and the node's slots and budget places, each
+    only when held by us; a lease held by anyone else is left in place and reported.
+  - Topology budgets (O(budgets)) and the control plane's own limit
+    (O(control_plane_concurrency)) take, after the slot, a place in every budget domain the
+    node falls under (docs/design.md §5.6).
   - etcd guard, kubeadm flavour. Members are the etcd pods (O(etcd_pod_selector) in
     O(etcd_pod_namespace)); a member is healthy when its pod is Ready and its node is not
     under maintenance (cordoned, tainted C(medik8s.io/drain), named by another valid node
@@ -92,6 +95,18 @@ EXAMPLES = r"""
     wait: true
   delegate_to: localhost
 
+- name: One node a zone, and at most a quarter of the GPU pool, across every run
+  nmo.maintenance.nmo_lease:
+    node: "{{ inventory_hostname }}"
+    concurrency: 4
+    budgets:
+      - topology_key: topology.kubernetes.io/zone
+        max: 1
+      - selector: pool=gpu
+        max: 25%
+    wait: true
+  delegate_to: localhost
+
 - name: Give the leases back
   nmo.maintenance.nmo_lease:
     node: node-worker-01
@@ -116,7 +131,10 @@ not_released:
   type: list
   elements: dict
 holders:
-  description: Every holder seen blocking this node (kind slot, node or etcd; lease; holder; expires).
+  description:
+    - Every holder seen blocking this node (kind slot, budget, node or etcd; lease; holder; expires).
+    - For a budget also C(budget) (the budget and its domain) and C(run), or C(disrupted) for a node
+      of the domain counted as already down.
   returned: always
   type: list
   elements: dict
@@ -132,6 +150,14 @@ slot:
   description: Name of the maintenance slot held.
   returned: when acquired
   type: str
+places:
+  description:
+    - Names of the topology-budget places held, one a budget domain the node falls under
+      (O(budgets), and C(<slot_prefix>-control-plane-<i>) for a control-plane node); empty for a
+      node under no budget.
+  returned: when acquired
+  type: list
+  elements: str
 lease:
   description: The node lease (name, namespace, spec fields, expires).
   returned: when acquired

@@ -43,6 +43,8 @@ SLOT_LABELS = {**MANAGED_BY, "app.kubernetes.io/component": "maintenance-slot"}
 # The playbook run that holds a lease (see run.py); medik8s ignores annotations.
 RUN_ANNOTATION = "nmo.maintenance/run"
 RUN_LEASE_PREFIX = "nmo-run-"
+# A topology budget's place (a slot of a family of its own) says its budget and domain here
+BUDGET_ANNOTATION = "nmo.maintenance/budget"
 
 # What acquiring a lease does (or would do).
 CREATE, RENEW, TAKE_OVER, HELD, BLOCKED = "created", "renewed", "taken_over", "held", "blocked"
@@ -217,10 +219,14 @@ def held_by_live_run(lease: Optional[Lease], run_id: str, alive_runs: Set[str]) 
 
 
 def plan_slot(slots: List[Lease], node: str, prefix: str, concurrency: int, now: datetime,
-              run_id: str = "", alive_runs: Optional[Set[str]] = None) -> SlotPlan:
+              run_id: str = "", alive_runs: Optional[Set[str]] = None, reserved: int = 0) -> SlotPlan:
     """Resume with our own slot, else pick free or expired indexes below ``concurrency``.
 
     A slot of the same node held for another run that is still alive is that run's, not ours.
+    ``reserved``: places of the limit taken by nodes already disrupted without a slot of this
+    family (a topology budget's NotReady nodes, model/topology_budgets.py); a new slot is then
+    taken below ``concurrency - reserved``, so two runs racing for the last place still race
+    for one index.
     """
     alive_runs = alive_runs or set()
 
@@ -229,13 +235,13 @@ def plan_slot(slots: List[Lease], node: str, prefix: str, concurrency: int, now:
 
     others = [s for s in slots if not ours(s) and is_valid(s, now)]
     own = next((s for s in slots if ours(s)), None)
-    if own is not None and (is_valid(own, now) or len(others) < concurrency):
+    if own is not None and (is_valid(own, now) or len(others) + reserved < concurrency):
         return SlotPlan(own=own, blockers=others)
-    if len(others) >= concurrency:
+    if len(others) + reserved >= concurrency:
         return SlotPlan(blockers=others)
     by_name = {s["metadata"]["name"]: s for s in slots}
     taken = {s["metadata"]["name"] for s in others}
-    names = [slot_name(prefix, index) for index in range(concurrency)]
+    names = [slot_name(prefix, index) for index in range(concurrency - reserved)]
     candidates = [(name, by_name.get(name)) for name in names if name not in taken]
     return SlotPlan(blockers=others, candidates=candidates)
 
@@ -285,6 +291,17 @@ def validate(concurrency: int, duration: int, prefix: str) -> None:
 def own_slots(seen: List[Lease], node: str, prefix: str = SLOT_PREFIX) -> List[Lease]:
     """The slots of ``prefix`` that ``node`` holds, in a list of the namespace."""
     return [s for s in slots_of(seen, prefix) if holder(s) == node]
+
+
+def own_places(seen: List[Lease], node: str, prefix: str = SLOT_PREFIX) -> List[Lease]:
+    """The topology-budget places (model/topology_budgets.py) of ``prefix`` that ``node`` holds:
+    slot leases of a family ``<prefix>-<...>`` annotated with their budget."""
+    start = prefix + "-"
+    return sorted((lease for lease in seen if holder(lease) == node
+                   and lease.get("metadata", {}).get("name", "").startswith(start)
+                   and slot_index(lease["metadata"]["name"], prefix) is None
+                   and BUDGET_ANNOTATION in (lease["metadata"].get("annotations") or {})),
+                  key=lambda lease: lease["metadata"]["name"])
 
 
 def named(seen: List[Lease], name: str) -> Optional[Lease]:

@@ -163,9 +163,13 @@ def acquire_node_lease(client: Client, node: Dict[str, Any], duration: int = DEF
 def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix: str = SLOT_PREFIX,
                  duration: int = DEFAULT_DURATION, namespace: str = LEASE_NAMESPACE,
                  run_id: str = "",
-                 seen: Optional[List[Lease]] = None) -> Tuple[Outcome, List[Lease]]:
+                 seen: Optional[List[Lease]] = None, reserved: int = 0,
+                 annotations: Optional[Dict[str, str]] = None) -> Tuple[Outcome, List[Lease]]:
     """Hold a maintenance slot for the node. Returns (outcome, the valid slots of others).
-    ``seen``: a list of the namespace just made by the caller, used for the first try."""
+    ``seen``: a list of the namespace just made by the caller, used for the first try.
+    A topology budget's place is a slot of its family (``prefix``), below its limit
+    (``concurrency``) less the nodes already disrupted without one (``reserved``), annotated
+    with its budget (``annotations``)."""
     node_name = node["metadata"]["name"]
     # No owner reference to the Node (the node lease has one, as medik8s/common makes it): the
     # garbage collector would delete the slot with a Node deleted mid-maintenance, and the
@@ -175,7 +179,7 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
             seen = list_leases(client, namespace)
         now = client.server_now()
         slot_plan = plan_slot(slots_of(seen, prefix), node_name, prefix, concurrency, now, run_id,
-                              alive_run_ids(seen, now))
+                              alive_run_ids(seen, now), reserved)
         if slot_plan.blocked:
             return Outcome(BLOCKED, "", None, None), slot_plan.blockers
         tries = [(slot_plan.own["metadata"]["name"], slot_plan.own)] if slot_plan.own else slot_plan.candidates
@@ -192,6 +196,8 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
             else:
                 body = without_node_owner(with_run(renewed(existing, node_name, duration, now, reset_acquire, None),
                                                    run_id))
+            if annotations:
+                body["metadata"].setdefault("annotations", {}).update(annotations)
             if client.dry_run:  # the slot as it would be written
                 return Outcome(action, name, existing, body), slot_plan.blockers
             try:

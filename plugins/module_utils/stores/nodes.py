@@ -26,6 +26,26 @@ def read_node(client: Client, name: str) -> Dict[str, Any]:
         raise NodeGone(f'node "{name}" not found in cluster') from None
 
 
+PAGE = 500  # nodes a page when listing them (a topology budget's count)
+
+
+def list_nodes(client: Client, label_selector: str = "") -> List[Dict[str, Any]]:
+    """Every node matching ``label_selector`` ('' every node), read page by page."""
+    items: List[Dict[str, Any]] = []
+    token = ""
+    while True:
+        query: Dict[str, Any] = {"limit": PAGE}
+        if label_selector:
+            query["labelSelector"] = label_selector
+        if token:
+            query["continue"] = token
+        page = client.get(paths.NODES, query)
+        items += page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+
+
 @dataclass
 class Applied:
     before: Dict[str, Any]  # the node as first read (view)

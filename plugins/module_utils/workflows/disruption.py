@@ -1,9 +1,12 @@
 """May this node be disrupted now, and is that recorded where every other actor looks?
 
 Acquiring takes, in order: the etcd quorum guard (control-plane nodes only), a maintenance
-slot, the node lease. An attempt is all or nothing: a slot taken in an attempt that then
-finds the lease held (or, with several slots, the etcd quorum no longer safe) is given back,
-so a waiting run never sits on a slot. Waiting is one watch on the leases namespace (plus
+slot, a place in every topology budget the node falls under (model/topology_budgets.py, by
+family name: one order for every run), the node lease. An attempt is all or nothing: a slot
+or place taken in an attempt that then finds a later budget full, the lease held (or, with
+several slots, the etcd quorum no longer safe) is given back, so a waiting run never sits
+on a slot. A read-only look at every budget comes first, so a node that would wait takes
+nothing at all. Waiting is one watch on the leases namespace (plus
 the etcd pods or guard PDB) with a deadline; while it lasts the NodeMaintenance stays
 ``Pending`` and gets one Warning event per distinct situation. Releasing deletes the node
 lease and the node's slots, each only when held by us.
@@ -20,18 +23,19 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
-from ..model import leases, validation
+from ..model import leases, topology_budgets, validation
 from ..model.marks import is_control_plane
 from ..stores import leases as lease_store
 from ..stores import maintenance
 from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
-from ..stores.nodes import read_node
+from ..stores.nodes import list_nodes, read_node
 from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
 # Node cordons are not watched (that would be every node of the cluster): the etcd verdict is
 # re-read this often while waiting, besides on every lease or etcd pod change.
 ETCD_RESYNC_SECONDS = 10.0
+NODES_RESYNC_SECONDS = 10.0  # a topology budget's node list is read again after this long
 
 
 @dataclass
@@ -49,6 +53,13 @@ class Request:
     # operator mode: NMO takes the node lease itself, and every NodeMaintenance it is working
     # on (made by anyone) counts against the concurrency like a slot
     operator: bool = False
+    # topology budgets as given (model/topology_budgets.py) and the control plane's limit
+    budgets: List[Any] = field(default_factory=list)
+    control_plane_concurrency: int = 1
+
+    @property
+    def parsed_budgets(self) -> List[topology_budgets.Budget]:
+        return topology_budgets.parse(self.budgets, self.control_plane_concurrency)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any], maintenance_name: Optional[str] = None) -> Request:
@@ -56,6 +67,9 @@ class Request:
         return cls(node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
                    slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
                    maintenance=maintenance_name, run_id=params.get("run_id") or "",
+                   budgets=params.get("budgets") or [],
+                   control_plane_concurrency=1 if params.get("control_plane_concurrency") is None
+                   else params["control_plane_concurrency"],
                    etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"],
                                            params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
 
@@ -66,6 +80,7 @@ class Request:
         if self.maintenance is not None:
             validation.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name")
         leases.validate(self.concurrency, self.duration, self.slot_prefix)
+        topology_budgets.validate_names(self.slot_prefix, self.parsed_budgets)
         validation.seconds(self.timeout, "timeout")
         validation.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS)
         validation.label_selector(self.etcd.pod_selector, "etcd_pod_selector")
@@ -93,6 +108,16 @@ class Acquired:
     slot: leases.Outcome
     lease: leases.Outcome
     verdict: Optional[etcd_guard.Verdict]
+    places: List[leases.Outcome] = field(default_factory=list)  # one a topology budget's domain
+
+
+@dataclass
+class Look:
+    """One budget domain as read: its limit and the nodes of it already disrupted without a place."""
+
+    domain: topology_budgets.Domain
+    limit: int
+    disrupted: List[str]
 
 
 def _lease_holder(role: str, lease: leases.Lease) -> Dict[str, Any]:
@@ -115,6 +140,81 @@ class Attempt:
         self.node = node
         self.flavour = flavour
         self.run_guard = run.NoGuard() if client.dry_run else run.guard_for(client, req.run_id, req.namespace)
+        labels = node.get("metadata", {}).get("labels") or {}
+        self.domains = topology_budgets.domains(req.parsed_budgets, labels, req.slot_prefix)
+        self.needs_nodes = any(d.needs_nodes for d in self.domains)
+        self.foreign: List[str] = []  # operator mode: the nodes NMO maintains for someone else
+        self._nodes: Optional[List[Dict[str, Any]]] = None
+        self._nodes_at = 0.0
+
+    def nodes(self) -> List[Dict[str, Any]]:
+        """The nodes the budgets count (one paginated list, read again after NODES_RESYNC_SECONDS)."""
+        if self._nodes is None or time.monotonic() - self._nodes_at >= NODES_RESYNC_SECONDS:
+            selectors = {d.budget.list_selector() for d in self.domains if d.needs_nodes}
+            self._nodes = list_nodes(self.client, selectors.pop() if len(selectors) == 1 else "")
+            self._nodes_at = time.monotonic()
+        return self._nodes
+
+    def look(self, seen: List[leases.Lease]) -> Union[Blocked, List[Look]]:
+        """Every budget domain of the node judged from ``seen``, writing nothing: Blocked by the
+        first that has no place for it, else the limits to take the places with."""
+        req = self.req
+        now = self.client.server_now()
+        alive = leases.alive_run_ids(seen, now)
+        nodes = self.nodes() if self.needs_nodes else []
+        busy = {leases.holder(lease) for lease in seen if leases.is_valid(lease, now)
+                and (lease.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component")
+                == leases.SLOT_LABELS["app.kubernetes.io/component"]}
+        busy |= {other for lease in seen if (other := leases.node_of_lease_name(lease["metadata"]["name"]))
+                 and leases.is_valid(lease, now)}
+        busy |= set(self.foreign)
+        looks = []
+        for domain in self.domains:
+            family = leases.slots_of(seen, domain.family)
+            disrupted: List[str] = []
+            limit = topology_budgets.limit(domain, 1)
+            if domain.needs_nodes:
+                of_domain = topology_budgets.members(domain, nodes)
+                total = len(of_domain) + (req.node not in {n["metadata"]["name"] for n in of_domain})
+                limit = topology_budgets.limit(domain, total)
+                placed = {leases.holder(s) for s in family if leases.is_valid(s, now)}
+                disrupted = topology_budgets.disrupted(of_domain, req.node, placed, busy)
+            plan = leases.plan_slot(family, req.node, domain.family, limit, now, req.run_id, alive, len(disrupted))
+            if plan.blocked:
+                return self.budget_blocked(Look(domain, limit, disrupted), plan.blockers)
+            looks.append(Look(domain, limit, disrupted))
+        return looks
+
+    def budget_blocked(self, look: Look, blockers: List[leases.Lease]) -> Blocked:
+        names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']}"
+                          f"{', run ' + leases.run_annotation(s) if leases.run_annotation(s) else ''})"
+                          for s in blockers) or "none"
+        message = (f"{BLOCKED_PREFIX} {look.domain.describe()}: {len(blockers)} of {look.limit} place(s) are held: "
+                   f"{names}.")
+        if look.disrupted:
+            message += (f" {len(look.disrupted)} node(s) of it are already disrupted (NotReady or in maintenance) "
+                        f"and count against it: {', '.join(look.disrupted)}.")
+        holders = [{**_lease_holder("budget", s), "budget": look.domain.describe(),
+                    "run": leases.run_annotation(s)} for s in blockers]
+        holders += [{"kind": "budget", "budget": look.domain.describe(), "holder": name, "disrupted": True}
+                    for name in look.disrupted]
+        return Blocked("budget", message, BLOCKED, message, holders, due=_earliest(blockers))
+
+    def take_places(self, looks: List[Look]) -> Union[Blocked, List[leases.Outcome]]:
+        """A place in each domain, in the looks' order; Blocked (what was taken given back) at
+        the first that is full by now."""
+        req, taken = self.req, []
+        for item in looks:
+            outcome, others = lease_store.acquire_slot(
+                self.client, self.node, item.limit, item.domain.family, req.duration, req.namespace, req.run_id,
+                reserved=len(item.disrupted),
+                annotations={leases.BUDGET_ANNOTATION: item.domain.describe()})
+            if outcome.action == leases.BLOCKED:
+                for place in reversed(taken):
+                    self.give_back(place)
+                return self.budget_blocked(item, others)
+            taken.append(outcome)
+        return taken
 
     def guard(self, our_slot: Optional[leases.Lease]) -> etcd_guard.Verdict:
         req = self.req
@@ -152,6 +252,9 @@ class Attempt:
             busy = self.operator_busy(seen)
             if busy is not None:
                 return busy
+        looks = self.look(seen) if self.domains else []
+        if isinstance(looks, Blocked):
+            return looks  # a budget is full: nothing taken, nothing to give back
         slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
                                                 req.namespace, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
@@ -165,14 +268,20 @@ class Attempt:
             if not verdict.allowed:
                 self.give_back(slot)
                 return self.etcd_blocked(verdict)
+        places = self.take_places(looks) if looks else []
+        if isinstance(places, Blocked):
+            self.give_back(slot)
+            return places
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
-            return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict)
+            return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict, places)
         lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace,
                                                run_id=req.run_id)
         if lease.action == leases.BLOCKED:
+            for place in reversed(places):
+                self.give_back(place)
             self.give_back(slot)
             return self.lease_blocked(lease.before)
-        return Acquired(slot, lease, verdict)
+        return Acquired(slot, lease, verdict, places)
 
     def operator_busy(self, seen: List[leases.Lease]) -> Optional[Blocked]:
         """Blocked when the NodeMaintenances NMO works on for other nodes, without a slot of
@@ -182,6 +291,7 @@ class Attempt:
         slotted = {leases.holder(s) for s in leases.slots_of(seen, req.slot_prefix) if leases.is_valid(s, now)}
         foreign = sorted({nm.get("spec", {}).get("nodeName", "") for nm in maintenance.list_all(self.client)}
                          - slotted - {req.node})
+        self.foreign = foreign  # disrupted for the topology budgets too
         if not foreign or len(slotted - {req.node}) + len(foreign) < req.concurrency:
             return None
         message = (f"{BLOCKED_PREFIX} the Node Maintenance Operator is maintaining "
@@ -222,9 +332,9 @@ class Reporter:
                 "phase": "Pending", "lastError": blocked.message})
 
     def acquired(self, outcome: Acquired) -> None:
-        if outcome.lease.action in (leases.CREATE, leases.TAKE_OVER) or outcome.slot.action in (
-                leases.CREATE, leases.TAKE_OVER):
-            names = " and ".join(n for n in (outcome.lease.name, outcome.slot.name) if n)
+        taken = [outcome.lease, outcome.slot] + outcome.places
+        if any(o.action in (leases.CREATE, leases.TAKE_OVER) for o in taken):
+            names = ", ".join(n for n in (o.name for o in taken) if n)
             self.recorder.record(self.involved, LEASE_ACQUIRED, f"{REASONS[LEASE_ACQUIRED][1]}: {names}")
         status = (self.nm or {}).get("status") or {}
         if self.nm is not None and self._last is not None and status.get("lastError") == self._last:
@@ -268,7 +378,9 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         still_wanted()
         blocked: Blocked = state["blocked"]
         lapsed = blocked.due is not None and client.server_now() >= blocked.due
-        resync = attempt.flavour is not None and time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
+        # nodes are not watched either: a budget counting NotReady nodes looks again as often
+        resync = (attempt.flavour is not None or attempt.needs_nodes) and \
+            time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
         # -1: the first check after the watch started catches what changed before it did
         if multi.changes == state["changes"] and not lapsed and not resync:
             return None
@@ -343,11 +455,13 @@ def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
     due = leases.expiry(lease.after)
     warnings = [outcome.verdict.warning] if outcome.verdict and outcome.verdict.warning else []
     warnings += reporter.recorder.warnings
-    held = [("slot", slot)] + ([] if req.operator else [("node", lease)])  # in operator mode NMO holds the node lease
+    held = [("slot", slot)] + [("budget", place) for place in outcome.places]
+    held += [] if req.operator else [("node", lease)]  # in operator mode NMO holds the node lease
     return {**result,
-            "changed": slot.changed or lease.changed or ns_created,
+            "changed": slot.changed or lease.changed or ns_created or any(p.changed for p in outcome.places),
             "acquired": [_entry(role, outcome) for role, outcome in held],
-            "slot": slot.name, "lease": leases.summary(lease.after), "expires": leases.format_time(due) if due else None,
+            "slot": slot.name, "places": [p.name for p in outcome.places],
+            "lease": leases.summary(lease.after), "expires": leases.format_time(due) if due else None,
             "holders": reporter.holders, "waited": round(time.monotonic() - started, 3),
             "etcd": outcome.verdict.as_dict() if outcome.verdict else None,
             "diff": {"before": {"leases": {o.name: leases.summary(o.before) for _role, o in held}},
@@ -367,6 +481,8 @@ def release(client: Client, req: Request, nm: Any = UNREAD) -> Dict[str, Any]:
     seen = lease_store.list_leases(client, req.namespace)  # the node's lease and its slots, in one read
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
+    # the node's topology-budget places, whatever the budgets of the run that took them
+    targets += [("budget", s["metadata"]["name"], req.node) for s in leases.own_places(seen, req.node, req.slot_prefix)]
     for role, lease_name, identity in targets:
         action, lease = lease_store.release(client, req.namespace, lease_name, identity,
                                             run_id=req.run_id, seen=seen)

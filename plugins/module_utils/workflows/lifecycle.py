@@ -40,7 +40,7 @@ from . import disruption, info, operator, run
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
 END_STEPS = ("uncordon", "taints", "lease", "maintenance")
-LEASE_FIELDS = ("slot", "lease", "expires", "waited", "etcd", "holders", "acquired", "would_wait", "blocked")
+LEASE_FIELDS = ("slot", "places", "lease", "expires", "waited", "etcd", "holders", "acquired", "would_wait", "blocked")
 
 
 @dataclass

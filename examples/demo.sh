@@ -9,6 +9,9 @@
 #                               alone behind minAvailable 1, live-migrated by the drain
 #                               (node_maintenance_drain: {kubevirt: migrate}) with the stand-in for
 #                               KubeVirt's controllers (hack/kubevirt/standin.py) running
+#   NMO_DEMO_INVENTORY=plugin examples/demo.sh   the hosts from the cluster: the inventory plugin
+#                               nmo.maintenance.nodes with examples/nodes.nmo.yml, instead of
+#                               examples/inventory.yml (ansible-inventory -i examples/nodes.nmo.yml --graph)
 set -euo pipefail
 kubevirt=()
 if [ "${1:-}" = --kubevirt ]; then
@@ -37,7 +40,14 @@ fi
 echo "== pods per node before"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
 started=$SECONDS
-ansible-playbook -i examples/inventory.yml playbooks/maintenance.yml -l workers "${extra[@]}" "$@"
+inventory=examples/inventory.yml
+if [ "${NMO_DEMO_INVENTORY:-file}" = plugin ]; then
+  inventory=examples/nodes.nmo.yml
+  export ANSIBLE_PYTHON_INTERPRETER="$bin/python"  # what examples/inventory.yml sets for its hosts
+  echo "== the hosts, from the cluster"
+  ansible-inventory -i "$inventory" --graph
+fi
+ansible-playbook -i "$inventory" playbooks/maintenance.yml -l workers "${extra[@]}" "$@"
 echo "== the maintenance playbook took $((SECONDS - started)) s"
 echo "== pods per node after"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import specs
 from .errors import InputError
-from .model import renewal, topology_budgets
+from .model import order, renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -38,6 +38,10 @@ REMOVED_IN = "1.0.0"
 WINDOW_END = "node_maintenance_window_end"
 BUDGETS = "node_maintenance_budgets"
 CONTROL_PLANE_CONCURRENCY = "node_maintenance_control_plane_concurrency"
+ORDER, ORDER_KEY = "node_maintenance_order", "node_maintenance_order_key"  # model/order.py
+PREFER_NO_SCHEDULE = "node_maintenance_prefer_no_schedule"
+# what Ansible's boolean() takes, as -e gives it (a string) or YAML does
+BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 # ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
 # and a zone, Z or an offset (+01:00, +0100)
 _WINDOW = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
@@ -202,6 +206,14 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
                                    BUDGETS, CONTROL_PLANE_CONCURRENCY)
         except InputError as exc:
             problems.append(exc.message)
+    if ORDER in values or ORDER_KEY in values:
+        try:
+            order.validate(values.get(ORDER, order.INVENTORY), values.get(ORDER_KEY, order.ZONE_KEY), ORDER, ORDER_KEY)
+        except InputError as exc:
+            problems.append(exc.message)
+    flag = values.get(PREFER_NO_SCHEDULE)
+    if flag is not None and not isinstance(flag, bool) and str(flag).strip().lower() not in BOOLEANS:
+        problems.append(f"{PREFER_NO_SCHEDULE}: {_shown(flag)} is not a boolean: give true or false")
     if WINDOW_END in values:
         try:
             end = window_end(values[WINDOW_END])

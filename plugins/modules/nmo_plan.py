@@ -66,6 +66,19 @@ options:
     description: The exclude-from-remediation label key, for the reports read.
     type: str
     default: remediation.medik8s.io/exclude-from-remediation
+  order:
+    description:
+      - With O(nodes), the order RV(order) gives them in. V(inventory), as given. V(zone), one
+        topology domain (the node label O(order_key)) after the other, the domains sorted by
+        name and the nodes without the label last, each domain in the order given. V(oldest),
+        the same domains, each oldest node first (C(creationTimestamp)).
+    type: str
+    choices: [inventory, zone, oldest]
+    default: inventory
+  order_key:
+    description: The node label whose values are the topology domains of O(order).
+    type: str
+    default: topology.kubernetes.io/zone
 """
 
 EXAMPLES = r"""
@@ -123,6 +136,22 @@ plans:
   description: With O(nodes), by node name, each with C(plan), C(owner), C(say), C(outcome), C(resume) and C(report).
   returned: with nodes
   type: dict
+order:
+  description:
+    - With O(nodes), their names (each once) in the order O(order) takes them; the maintenance
+      playbook maintains them in that order.
+  returned: with nodes
+  type: list
+  elements: str
+  sample: [node-worker-01, node-worker-03, node-worker-02]
+domains:
+  description:
+    - With O(nodes) and an O(order) other than V(inventory), the values of O(order_key) in the
+      order taken (V("") for nodes without the label); empty otherwise.
+  returned: with nodes
+  type: list
+  elements: str
+  sample: [zone-a, zone-b]
 missing:
   description: The names of O(nodes) that no node of the cluster has.
   returned: with nodes
@@ -142,6 +171,7 @@ from datetime import datetime, timezone
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import order as ordering
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import plan as planner
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
 from ansible_collections.nmo.maintenance.plugins.module_utils.role_inputs import window_end
@@ -158,6 +188,7 @@ def core(client, params):
         runs.validate_id(params["run_id"])
     if not params["node"] and params["nodes"] is None:
         raise InputError("give node (one node) or nodes (several)")
+    ordering.validate(params["order"], params["order_key"])
     end = window_end(params["window_end"], "window_end")
     window = planner.Window(end, params["window_end"]) if end is not None else None
     now = datetime.now(timezone.utc)  # the controller's clock, as the window was given on it
@@ -171,11 +202,17 @@ def core(client, params):
             report = describe(client, params["node"], label_key=params["label_key"], events_limit=0)[0]
         # planned_at: when the node's turn began (the summary's seconds count from it)
         return {"changed": False, **entry(plan_of(params["node"], report), report), "planned_at": now.timestamp()}
-    reports = describe(client, label_key=params["label_key"], events_limit=0, only=params["nodes"])
+    keep = (params["order_key"],) if params["order"] != ordering.INVENTORY else ()
+    reports = describe(client, label_key=params["label_key"], events_limit=0, only=params["nodes"], keep_labels=keep)
     by_name = {r["node"]: r for r in reports}
     plans = {name: entry(plan_of(name, by_name.get(name, {})), by_name.get(name, {}))
              for name in params["nodes"]}
-    return {"changed": False, "plans": plans, "missing": missing(params["nodes"], reports)}
+    labels = {r["node"]: r.get("labels") or {} for r in reports}
+    created = {r["node"]: r.get("created") or "" for r in reports}
+    order = ordering.ordered(params["nodes"], labels, created, params["order"], params["order_key"])
+    domains = ordering.domains(order, labels, params["order_key"]) if keep else []
+    return {"changed": False, "plans": plans, "missing": missing(params["nodes"], reports), "order": order,
+            "domains": domains}
 
 
 ARGUMENT_SPEC = {
@@ -186,6 +223,8 @@ ARGUMENT_SPEC = {
     "campaign": {"type": "str", "default": ""},
     "window_end": {"type": "str", "default": ""},
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
+    "order": {"type": "str", "choices": list(ordering.ORDERS), "default": ordering.INVENTORY},
+    "order_key": {"type": "str", "default": ordering.ZONE_KEY, "no_log": False},
 }
 
 

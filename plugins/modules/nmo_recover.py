@@ -25,6 +25,8 @@ description:
   - Slots. With O(slot_prefix), the node's slots of that prefix are released; without it, every
     maintenance slot the node holds (found by the collection's slot label,
     C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
+  - Waiting taints (C(nmo.maintenance/waiting:PreferNoSchedule), M(nmo.maintenance.nmo_waiting)) of runs
+    that are not alive are removed from the nodes of O(nodes), or from every node without it (RV(waiting_untainted)).
   - Afterwards the nodes are read again. A lease of ours still held (RV(left)), a node whose end failed
     or a slot that could not be released fails the module, naming each.
 author:
@@ -86,6 +88,11 @@ failed_nodes:
   returned: always
   type: list
   elements: dict
+waiting_untainted:
+  description: The nodes a dead run's waiting taint was removed from.
+  returned: always
+  type: list
+  elements: str
 released_slots:
   description: The slots of another prefix released after the end, each with C(node), C(name), C(prefix), C(changed).
   returned: always

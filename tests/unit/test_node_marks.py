@@ -1,6 +1,7 @@
 """Our marks on a node: what the begin records, and what the end takes back."""
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import marks
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_state import plan
 
 KEY = marks.EXCLUDE_FROM_REMEDIATION
 
@@ -74,3 +75,12 @@ def test_the_end_leaves_what_was_there_before_and_says_so():
     assert marks.left_as_found("w1", {"metadata": {}}) == []
     assert marks.left_as_found("w1", node, ending=False)[0] == (
         "node w1 was cordoned before the maintenance began: it stays cordoned after it")
+
+
+def test_the_end_removes_a_waiting_taint_in_its_one_patch():
+    waiting = {"key": "nmo.maintenance/waiting", "value": "r1", "effect": "PreferNoSchedule"}
+    node = {"metadata": {"annotations": {marks.MAINTAINED_BY: "r1"}},
+            "spec": {"unschedulable": True, "taints": [MIRROR, DRAIN, waiting]}}
+    wanted = marks.end_wanted(node, KEY)
+    assert {"key": "nmo.maintenance/waiting", "effect": "PreferNoSchedule"} in wanted.remove
+    assert plan(node, wanted).after["taints"] == [], "the maintenance and the waiting taint go"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .node_state import Wanted
-from .taints import MAINTENANCE_TAINTS, UNSCHEDULABLE_TAINT, Taint, same_taint
+from .taints import MAINTENANCE_TAINTS, UNSCHEDULABLE_TAINT, WAITING_ANY, Taint, same_taint
 
 EXCLUDE_FROM_REMEDIATION = "remediation.medik8s.io/exclude-from-remediation"
 # This collection's own marks on a node it put in maintenance, so that the end and
@@ -115,6 +115,8 @@ def end_wanted(node: Dict[str, Any], label_key: str,
         wanted.unschedulable = None
         kept = kept + [UNSCHEDULABLE_TAINT]
     wanted.remove = [t for t in MAINTENANCE_TAINTS if not any(same_taint(t, k) for k in kept)]
+    if any(same_taint(t, WAITING_ANY) for t in node.get("spec", {}).get("taints") or []):
+        wanted.remove.append(dict(WAITING_ANY))  # its wait is over too (docs/design.md §3.7): the same patch
     return wanted
 
 

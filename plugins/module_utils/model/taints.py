@@ -19,6 +19,20 @@ DRAIN_TAINT: Taint = {"key": "medik8s.io/drain", "effect": "NoSchedule"}
 MAINTENANCE_TAINTS: List[Taint] = [UNSCHEDULABLE_TAINT, DRAIN_TAINT]
 EFFECTS = validation.TAINT_EFFECTS
 MAX_ATTEMPTS = 5
+# A node of the run waiting its turn (docs/design.md §3.7): its value names the run. Kubernetes
+# allows one taint a key and effect, so a node carries at most one run's.
+WAITING_KEY = "nmo.maintenance/waiting"
+WAITING_ANY: Taint = {"key": WAITING_KEY, "effect": "PreferNoSchedule"}
+
+
+def waiting_taint(run_id: str) -> Taint:
+    return {**WAITING_ANY, "value": run_id}
+
+
+def waiting_run(taints: List[Taint]) -> Optional[str]:
+    """The run whose waiting taint the node carries; None when it carries none."""
+    found = next((t for t in taints if same_taint(t, WAITING_ANY)), None)
+    return None if found is None else str(found.get("value") or "")
 
 
 def same_taint(a: Taint, b: Taint) -> bool:

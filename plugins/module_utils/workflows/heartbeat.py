@@ -29,7 +29,7 @@ from ..api.client import Client, ConnectionOptions, connect, forget_clients
 from ..errors import NmoError
 from ..model import leases, renewal
 from ..stores import leases as lease_store
-from . import run
+from . import run, waiting
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
@@ -84,6 +84,11 @@ def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespac
     next_beat = clock()
     while True:
         if not anchor_alive():
+            try:  # the run's waiting taints (docs/design.md §3.7): a failed or interrupted run ends here
+                if waiting.noted(client, run_id, namespace):
+                    waiting.clear(client, run_id)
+            except NmoError:
+                pass  # the next run's start removes them
             try:
                 run.stop(client, run_id, namespace)
             except NmoError:

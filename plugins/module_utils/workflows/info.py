@@ -128,14 +128,17 @@ def node_report(n: Dict[str, Any], label_key: str) -> Dict[str, Any]:
                         if k.startswith(MARK_PREFIX)},
         "maintenance_taints": [t for t in taints if any(same_taint(t, m) for m in MAINTENANCE_TAINTS)],
         "drain_taint": any(same_taint(t, DRAIN_TAINT) for t in taints),
+        "created": n.get("metadata", {}).get("creationTimestamp") or "",
     }
 
 
 def describe(client: Client, node: Optional[str] = None, label_selector: Optional[str] = None,
              label_key: str = EXCLUDE_FROM_REMEDIATION, events_limit: int = 10,
              only: Optional[List[str]] = None, node_read: Optional[Dict[str, Any]] = None,
-             leases_read: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+             leases_read: Optional[List[Dict[str, Any]]] = None,
+             keep_labels: Tuple[str, ...] = ()) -> List[Dict[str, Any]]:
     """Reports of ``node``, or of the nodes matching ``label_selector``, kept to ``only`` when given.
+    ``keep_labels``: the node labels each report carries (``labels``; the run's order reads them).
     ``node_read``: ``node`` as the caller has just read it (the Ready wait), not read again;
     ``leases_read``: the lease namespace as the caller has just listed it."""
     validate(node, label_selector, label_key, events_limit, only)
@@ -183,8 +186,10 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         node_events = list(events.get(name, []))
         if nm:
             node_events = sorted(node_events + events.get(nm["metadata"]["name"], []), key=lambda e: e["lastTimestamp"])
+        labels = (n or {}).get("metadata", {}).get("labels") or {}
         reports.append({
             **(node_report(n, label_key) if n is not None else gone_report(name)),
+            **({"labels": {k: labels[k] for k in keep_labels if k in labels}} if keep_labels else {}),
             "maintenance": maintenance.summary(nm),
             "run": _run_of(nm, alive_runs),
             "leases": node_leases,

@@ -20,7 +20,7 @@ from ..api.client import Client
 from ..errors import NmoError
 from ..model import leases
 from ..model.marks import EXCLUDE_FROM_REMEDIATION, LABEL_ADDED, MAINTAINED_BY
-from . import disruption, info, lifecycle
+from . import disruption, info, lifecycle, waiting
 
 Report = Dict[str, Any]
 
@@ -125,13 +125,21 @@ def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
                 released.append({**slot, "changed": done["changed"]})
             except NmoError as exc:
                 failed_slots.append({**slot, "msg": exc.message})
+    # waiting taints of runs that are gone (docs/design.md §3.7), off the nodes named (or every node)
+    try:
+        untainted = waiting.clear(client, names=opts.nodes, dead_too=True)["untainted"]
+    except NmoError as exc:
+        untainted = []
+        failed.append({"node": "(waiting taints)", "msg": exc.message})
     left: List[str] = []
     if not client.dry_run and chosen:
         left = [text for r in info.describe(client, label_key=opts.label_key, events_limit=0, only=chosen)
                 for text in still_held(r)]
     others = [kept["lease"] for result in ends.values() for kept in result.get("not_released") or []]
     result: Dict[str, Any] = {
-        "changed": any(r.get("changed") for r in ends.values()) or any(s["changed"] for s in released),
+        "changed": (any(r.get("changed") for r in ends.values()) or any(s["changed"] for s in released)
+                    or bool(untainted)),
+        "waiting_untainted": untainted,
         "recovered": chosen, "unknown": unknown, "ended": ends, "failed_nodes": failed,
         "released_slots": released, "failed_slots": failed_slots, "left": left, "others": others,
         "warnings": [w for r in ends.values() for w in r.get("warnings") or []],

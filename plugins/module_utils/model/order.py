@@ -1,0 +1,59 @@
+"""The order in which a run takes its nodes (``node_maintenance_order``; docs/design.md §3.6).
+
+* ``inventory``: as the inventory lists them.
+* ``zone``: one topology domain after the other (the value of the node label ``key``,
+  ``topology.kubernetes.io/zone`` by default), the domains in sorted order and the nodes
+  without the label last; within a domain, the inventory's order.
+* ``oldest``: the same domains, and within each the oldest node first (its
+  ``creationTimestamp``; equal times keep the inventory's order), as OpenShift's
+  machine-config operator takes a pool.
+
+With ``serial`` the batches then follow the domains: a batch holds nodes of two domains
+only where one domain ends. Pure: the nodes' labels and creation times come in, names out.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ..errors import InputError
+from . import validation
+
+INVENTORY, ZONE, OLDEST = "inventory", "zone", "oldest"
+ORDERS = (INVENTORY, ZONE, OLDEST)
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def validate(order: object, key: object, option: str = "order", key_option: str = "order_key") -> None:
+    if order not in ORDERS:
+        raise InputError(f"{option}: {order!r} is not an order; give one of {', '.join(ORDERS)}")
+    validation.qualified_name(key, key_option)
+
+
+def domain_of(labels: Dict[str, str], key: str) -> Tuple[int, str]:
+    """The sort key of a node's domain: labelled domains by name, then the unlabelled."""
+    value = labels.get(key)
+    return (0, value) if value is not None else (1, "")
+
+
+def ordered(names: List[str], labels: Dict[str, Dict[str, str]], created: Dict[str, str], order: str = INVENTORY,
+            key: str = ZONE_KEY) -> List[str]:
+    """``names`` (the inventory's order, each once) in ``order``. A name missing from
+    ``labels`` (no such node) counts as unlabelled and, for ``oldest``, as newest."""
+    validate(order, key)
+    unique = list(dict.fromkeys(names))
+    if order == INVENTORY:
+        return unique
+    position = {name: i for i, name in enumerate(unique)}
+
+    def sort_key(name: str) -> Tuple[Tuple[int, str], Optional[str], int]:
+        when = created.get(name) or "~"  # '~' sorts after every RFC 3339 time: unknown is newest
+        return domain_of(labels.get(name) or {}, key), (when if order == OLDEST else None) or "", position[name]
+
+    return sorted(unique, key=sort_key)
+
+
+def domains(names: List[str], labels: Dict[str, Dict[str, str]], key: str = ZONE_KEY) -> List[str]:
+    """The domains of ``names`` in the order they are taken ("" for the unlabelled)."""
+    seen = {domain_of(labels.get(name) or {}, key) for name in names}
+    return [value for _, value in sorted(seen)]

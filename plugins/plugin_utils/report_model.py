@@ -28,7 +28,10 @@ GROUPS: Dict[str, Optional[str]] = {
     "End": "end", "Failed": "failed", "Settle": "settle", "Hooks": "hooks",
 }
 PREFIX = re.compile(r"^(?:[\w.]+ : )?([A-Z][\w -]{0,30}?) \| (.*)$")
-HOOK_PHASE = re.compile(r"hooks of phase (\S+)")
+HOOK_PHASE = re.compile(r"of phase (\w+)")
+# main.yml's includes of the hooks (no group prefix): they open their phase
+INCLUDES = {"Before-drain hooks": "hooks before_drain", "Work hooks": "hooks work", "After hooks": "hooks after"}
+ROLE_PREFIX = re.compile(r"^[\w.]+ : ")
 PDB_NAME = re.compile(r"disruption budget (\S+?)[ ,)]")
 RUN_TASK = "nmo.maintenance.nmo_run"
 REPORT_FACT = "node_maintenance_report_settings"  # set by tasks/run.yml
@@ -78,12 +81,17 @@ class Phase:
 
 def group_of(task: str) -> Optional[str]:
     """The task's group prefix (``Begin`` of ``role : Begin | ...``), None without one."""
+    if ROLE_PREFIX.sub("", task) in INCLUDES:
+        return "Hooks"
     found = PREFIX.match(task)
     return found.group(1) if found else None
 
 
 def phase_name(prefix: str, task: str) -> Optional[str]:
     if prefix == "Hooks":
+        bare = ROLE_PREFIX.sub("", task)
+        if bare in INCLUDES:
+            return INCLUDES[bare]
         found = HOOK_PHASE.search(task)
         return f"hooks {found.group(1)}" if found else "hooks"
     if prefix in GROUPS:
@@ -158,14 +166,17 @@ class Collector:
                 add_counts(self.run_requests_by, res.get("api_requests_by"))
         if story is None or rec.status == "skipped":
             return
+        if ((res.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance"):
+            story.results.setdefault("summary", []).append(rec)  # Summary | and Failed | Summary
         if prefix == "Summary":
-            story.results.setdefault("summary", []).append(rec)
             story.open = None
             return
         name = phase_name(prefix, rec.task) if prefix is not None else None
         if prefix is not None and name is None:
             story.open = None
             return
+        if name == "hooks" and story.open is not None and story.open.name.startswith("hooks"):
+            name = story.open.name  # a hook task whose name was not templated: the include said which
         if name is not None and (story.open is None or story.open.name != name):
             story.open = Phase(name, rec.start, rec.end)
             story.phases.append(story.open)

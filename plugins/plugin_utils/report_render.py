@@ -82,7 +82,8 @@ def to_junit(report: Dict[str, Any]) -> str:
 CSS = """
 :root{--ink:#1f2933;--muted:#5f6b7a;--line:#e3e7ed;--bg:#f7f9fb}
 *{box-sizing:border-box}
-body{margin:0;padding:24px 32px;font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:var(--ink);background:#fff}
+body{margin:0;padding:24px 32px;font:14px/1.45 -apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;
+color:var(--ink);background:#fff}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px}h3{font-size:15px;margin:20px 0 6px}
 .sub{color:var(--muted);margin:0 0 16px}
 .badge{display:inline-block;padding:1px 9px;border-radius:10px;color:#fff;font-size:12px;font-weight:600;vertical-align:middle}
@@ -98,7 +99,8 @@ th{color:var(--muted);font-weight:600;background:var(--bg)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .node{border:1px solid var(--line);border-radius:8px;padding:4px 16px 10px;margin:14px 0}
 .node.failed{border-color:#e8a3a3;background:#fff8f8}
-.error{white-space:pre-wrap;background:#fdecec;border-left:3px solid #d64545;padding:6px 10px;margin:6px 0;font-family:monospace;font-size:12px}
+.error{white-space:pre-wrap;background:#fdecec;border-left:3px solid #d64545;padding:6px 10px;margin:6px 0;
+font-family:monospace;font-size:12px}
 .earlier{color:#8a5a00;font-style:italic}
 .muted{color:var(--muted)}
 """
@@ -298,10 +300,10 @@ def node_section(node: Dict[str, Any]) -> str:
            f' · {node["api_requests"]} API requests</span></h3>']
     if node["adopted_from"]:
         earlier = node["earlier_run"] or {}
+        pending = ", ".join(map(str, earlier.get("pendingPods") or []))
         out.append(f'<p class="earlier">Resumed from run {esc(node["adopted_from"])}: it had left the NodeMaintenance '
                    f'{esc(earlier.get("phase", ""))} at {esc(earlier.get("drainProgress", 0))}%'
-                   f'{(", pending " + esc(", ".join(map(str, earlier.get("pendingPods") or [])))) if earlier.get("pendingPods") else ""}'
-                   '. Its phases are marked "earlier run".</p>')
+                   f'{(", pending " + esc(pending)) if pending else ""}. Its phases are marked "earlier run".</p>')
     if node["error"]:
         rolled = ("rolled back: " + ", ".join(node["rollback_steps"])) if node["rolled_back"] else (
             "kept out of service" if node["rolled_back"] is False else "")

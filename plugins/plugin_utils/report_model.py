@@ -35,7 +35,7 @@ ROLE_PREFIX = re.compile(r"^[\w.]+ : ")
 PDB_NAME = re.compile(r"disruption budget (\S+?)[ ,)]")
 RUN_TASK = "nmo.maintenance.nmo_run"
 REPORT_FACT = "node_maintenance_report_settings"  # set by tasks/run.yml
-MIN_WAIT = 0.05  # shorter lease or etcd waits are not shown as phases
+MIN_WAIT = 0.5  # shorter lease or etcd waits are part of the begin, not a wait of their own
 
 
 def iso(epoch: Optional[float]) -> Optional[str]:
@@ -196,7 +196,7 @@ class Collector:
         reads found afterwards (``replacements``: pod key -> node; ``events``: NodeMaintenance
         name -> its events), optional."""
         cluster = cluster or {}
-        nodes = [node_report(s, self.plans.get(s.node), cluster) for s in self.stories.values()]
+        nodes = [node_report(s, self.plans.get(s.node), cluster, self.started) for s in self.stories.values()]
         seen = {n["name"] for n in nodes}
         for name in self.plans:  # nodes of the run that the run never reached (an earlier failure)
             if name not in seen:
@@ -330,19 +330,27 @@ def pods_moved(story: NodeStory, drain: Dict[str, Any], replacements: Dict[str, 
     return out
 
 
-def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any]]) -> Dict[str, Any]:
+def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any]],
+                  before: Optional[float] = None) -> Dict[str, Any]:
     """What the earlier run did for an adopted node, from its NodeMaintenance (as the run's
     plan read it at the start) and the events on it: phases and blocked stretches, marked
-    earlier_run."""
+    earlier_run. Only what happened ``before`` this run began is the earlier run's."""
     nm = ((plan or {}).get("report") or {}).get("maintenance") or {}
+    if before is not None:
+        events = [ev for ev in events if (epoch_of(ev.get("firstTimestamp") or ev.get("eventTime")) or 0) < before]
     firsts: Dict[str, float] = {}
+    seen = [epoch_of(nm.get("lastUpdate"))]
     for ev in events:
         at = epoch_of(ev.get("firstTimestamp") or ev.get("eventTime"))
         if at is not None:
             reason = ev.get("reason", "")
             firsts[reason] = min(firsts.get(reason, at), at)
+        seen += [at, epoch_of(ev.get("lastTimestamp"))]
+    if before is not None:
+        seen = [t for t in seen if t is not None and t < before]
     created = epoch_of(nm.get("created")) or firsts.get("BeginMaintenance")
-    last = epoch_of(nm.get("lastUpdate"))
+    # the last sign of the earlier run: its last status write or event (a killed run says no more)
+    last = max((t for t in seen if t is not None), default=None)
     phases: List[Phase] = []
     blocked: List[Dict[str, Any]] = []
     if created is not None:
@@ -369,7 +377,8 @@ def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any
             "phases": phases, "blocked": blocked}
 
 
-def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[str, Any]) -> Dict[str, Any]:
+def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[str, Any],
+                run_start: Optional[float] = None) -> Dict[str, Any]:
     begin = last_result(story, "begin")
     drain = last_result(story, "drain")
     failed = last_result(story, "failed")
@@ -397,7 +406,7 @@ def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[
     earlier = None
     if adopted:
         nm = (begin.get("maintenance") or {}).get("name") or ""
-        earlier = earlier_story(nm, plan or {}, (cluster.get("events") or {}).get(nm) or [])
+        earlier = earlier_story(nm, plan or {}, (cluster.get("events") or {}).get(nm) or [], run_start)
         phases = earlier.pop("phases") + phases
         blocked = earlier.pop("blocked") + blocked
     phases.sort(key=lambda p: (p.start, p.end))
@@ -439,8 +448,8 @@ def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], 
         return "failed"
     if not story.phases:
         return "skipped" if look or summary else "not reached"
-    if not any(p.name == "end" for p in story.phases) or not summary:
-        return "interrupted"
+    if not any(p.name == "end" and not p.earlier_run for p in story.phases):
+        return "interrupted"  # the play ended (another node's failure, max_fail_percentage 0) before its end
     return "succeeded"
 
 

@@ -15,7 +15,6 @@ import tempfile
 import time
 from datetime import datetime
 from html.parser import HTMLParser
-from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest

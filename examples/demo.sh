@@ -47,7 +47,9 @@ if [ "${NMO_DEMO_INVENTORY:-file}" = plugin ]; then
   echo "== the hosts, from the cluster"
   ansible-inventory -i "$inventory" --graph
 fi
-ansible-playbook -i "$inventory" playbooks/maintenance.yml -l workers "${extra[@]}" "$@"
+report_dir="${NMO_DEMO_REPORT_DIR:-$root/nmo-reports/demo-$(date -u +%Y%m%d-%H%M%S)}"
+ansible-playbook -i "$inventory" playbooks/maintenance.yml -l workers "${extra[@]}" \
+  -e "node_maintenance_report_dir=$report_dir" "$@"
 echo "== the maintenance playbook took $((SECONDS - started)) s"
 echo "== pods per node after"
 kubectl get pods -n w-demo -o wide --no-headers | awk '{print $7}' | sort | uniq -c
@@ -59,3 +61,4 @@ if [ ${#kubevirt[@]} -gt 0 ]; then
   kubectl get vmim -n w-demo -o custom-columns=NAME:.metadata.name,VMI:.spec.vmiName,PHASE:.status.phase,FROM:.status.migrationState.sourceNode,TO:.status.migrationState.targetNode
 fi
 ansible-playbook playbooks/status.yml "${extra[@]}" -e nmo_all=true -e nmo_nodes=node-demo-worker-01,node-demo-worker-02
+echo "== the run report (docs/report.md): $report_dir/report.html (and report.json, report.xml)"

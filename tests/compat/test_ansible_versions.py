@@ -7,6 +7,7 @@ hack/compat runs the parity test (tests/integration/test_parity.py) beside this 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -50,8 +51,9 @@ def test_one_worker_through_maintenance_in_process_then_shipped(cluster, world, 
     for path, node in zip(PATHS, nodes):
         placed = pods_on(cluster, world, node)
         assert placed, f"{path}: no pod on {node}"
+        reports = tmp_path / f"report-{path}"
         done = run(str(installed() / "playbooks" / "maintenance.yml"), inventory, cluster.kubeconfig,
-                   args=["-l", node, "-vvv"], env=PATHS[path])
+                   args=["-l", node, "-vvv"], env=PATHS[path], extra_vars={"node_maintenance_report_dir": str(reports)})
         out = done.output
         assert done.proc.returncode == 0, f"{path}: {out[-4000:]}"
         assert "modules are shipped" not in " ".join(out.split()), f"{path}: this ansible-core lacks what the path needs"
@@ -67,4 +69,8 @@ def test_one_worker_through_maintenance_in_process_then_shipped(cluster, world, 
         assert [r for r in STORY if r not in story] == [], f"{path}: events {story}"
         drained = done.task("Drain | Evict the pods (PodDisruptionBudgets respected)")
         assert sum(len(r["result"]["evicted"]) for r in drained) == placed, f"{path}: the drain evicted the node's pods"
+        # the run report, from the callback beside the installed playbook (docs/report.md), on this version
+        report = json.loads((reports / "report.json").read_text())
+        assert [(n["name"], n["outcome"]) for n in report["nodes"]] == [(node, "succeeded")], f"{path}: {report}"
+        assert len(report["nodes"][0]["pods_moved"]) == placed and (reports / "report.html").is_file()
         world.wait_pods_ready("app=web", 2)  # back to two running pods before the next node goes

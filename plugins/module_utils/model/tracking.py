@@ -71,6 +71,8 @@ class PendingPod:
     fallback: bool = False  # deleted despite its PodDisruptionBudget (delete_fallback_after)
     last_error: str = ""
     blocked: str = ""  # the do-not-disrupt annotation that holds it (never sent while set)
+    accepted_at: Optional[float] = None  # when our request was accepted (the end of a refusal)
+    refusal: str = ""  # the first PodDisruptionBudget refusal's message
 
     @property
     def key(self) -> str:
@@ -180,10 +182,12 @@ class Tracker:
             gone = next((p for p in self.done if p.key == key), None)
             if gone is not None and outcome.kind == ACCEPTED:
                 gone.accepted = True
+                gone.accepted_at = now
             return None
         pod.in_flight = False
         if outcome.kind == ACCEPTED:
             pod.accepted = True
+            pod.accepted_at = now
             return pod
         pod.last_error = outcome.message
         self.last_error = outcome.message
@@ -194,6 +198,7 @@ class Tracker:
             pod.next_attempt = now + self.retry_delay
             if outcome.kind == REFUSED and pod.first_refusal is None:
                 pod.first_refusal = now
+                pod.refusal = outcome.message
         return pod
 
     def settle(self, objects: Dict[str, Dict[str, Any]], epoch_now: float) -> List[PendingPod]:
@@ -204,6 +209,21 @@ class Tracker:
             del self.pending[pod.key]
             self.done.append(pod)
         return gone
+
+    def blocked(self, now: float, epoch_now: float) -> List[Dict[str, Any]]:
+        """The pods a PodDisruptionBudget refused, each with when (epoch seconds) the refusals
+        began and ended (the accepted request, or ``now`` for a pod still refused) and the first
+        refusal's message: what blocked the drain and for how long (the run report's)."""
+        out = []
+        for pod in sorted(self.done + list(self.pending.values()), key=lambda p: p.key):
+            if pod.first_refusal is None:
+                continue
+            until = pod.accepted_at if pod.accepted_at is not None else now
+            out.append({"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": pod.refusal,
+                        "since": round(epoch_now - (now - pod.first_refusal), 3),
+                        "until": round(epoch_now - (now - until), 3),
+                        "seconds": round(until - pod.first_refusal, 3), "still_refused": pod.accepted_at is None})
+        return out
 
     def in_flight(self) -> int:
         return sum(1 for p in self.pending.values() if p.in_flight)

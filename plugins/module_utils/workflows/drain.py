@@ -603,6 +603,7 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
         pending=run.tracker.pending_summary(),
         elapsed=round(time.monotonic() - started, 3),
         eviction_retries=run.tracker.retries,
+        blocked=run.tracker.blocked(time.monotonic(), time.time()),
         api_requests=client.requests - first_request,
         status_writes=run.status.writes,
         status=maintenance.summary(run.status.nm),

@@ -1,0 +1,114 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run report of playbooks/maintenance.yml (docs/report.md)."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import socket
+import time
+from pathlib import Path
+
+from ansible.plugins.callback import CallbackBase
+from ansible.utils.display import Display
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_model, report_reads, report_render
+
+display = Display()
+DOCUMENTATION = r"""
+name: nmo_report
+type: aggregate
+short_description: write the run report (JSON, JUnit, HTML) of a maintenance run
+description:
+  - Collects the result and timing of every task of a run of C(playbooks/maintenance.yml) (or of the
+    C(nmo.maintenance.node_maintenance) role) and, when the playbook ends, whatever ended it (a failed
+    node, a partial run), writes C(report.json), C(report.xml) (JUnit) and C(report.html) to
+    C(node_maintenance_report_dir) (by default C(nmo-reports/<run id>) in the working directory; V(none) for no report).
+  - It needs no configuration for C(playbooks/maintenance.yml), whose C(callback_plugins/) folder enables it;
+    elsewhere enable it as C(nmo.maintenance.nmo_report) in C(callbacks_enabled).
+  - A playbook without a maintenance run (no C(nmo.maintenance.nmo_run) task) gets no report.
+notes:
+  - The report reads the cluster once at the end (a few list requests with the run's connection) for where the
+    evicted pods' replacements landed and for the events of NodeMaintenances an earlier run began.
+"""
+
+CONNECTION_ARGS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
+                   "client_key", "proxy")
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "nmo.maintenance.nmo_report"
+    CALLBACK_NEEDS_ENABLED = False  # loaded from playbooks/callback_plugins/ without configuration
+    written = set()  # run ids written by this process: the plugin may be loaded twice (adjacent and enabled)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.starts = {}
+        self.connection = {}
+        self.awx_job_id = None
+        self.collector = report_model.Collector(time.time())
+
+    def v2_playbook_on_start(self, playbook):
+        self.collector.started = time.time()
+        self.collector.playbook = str(getattr(playbook, "_file_name", "") or "")
+
+    def v2_runner_on_start(self, host, task):
+        self.starts[(host.get_name(), task._uuid)] = time.time()
+
+    def _record(self, result, status):
+        try:
+            host, task = result._host.get_name(), result._task
+            now = time.time()
+            res = dict(result._result) if isinstance(result._result, dict) else {}
+            action = str(task.action or "")
+            if action.startswith("nmo.maintenance."):
+                args = (res.get("invocation") or {}).get("module_args") or {}
+                if not self.connection and any(args.get(k) for k in CONNECTION_ARGS):
+                    self.connection = {k: args.get(k) for k in CONNECTION_ARGS}
+                if action == report_model.RUN_TASK and args.get("awx_job_id"):
+                    self.awx_job_id = str(args["awx_job_id"])
+            start = self.starts.pop((host, task._uuid), now)
+            self.collector.add(report_model.TaskRecord(host, task.get_name(), action, start, now, status, res))
+        except Exception as exc:  # a report must never fail the run
+            display.warning(f"nmo_report: a task result was not recorded: {type(exc).__name__}: {exc}")
+
+    def v2_runner_on_ok(self, result):
+        self._record(result, "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._record(result, "ignored" if ignore_errors else "failed")
+
+    def v2_runner_on_skipped(self, result):
+        self._record(result, "skipped")
+
+    def v2_runner_on_unreachable(self, result):
+        self._record(result, "unreachable")
+
+    def v2_playbook_on_stats(self, stats):
+        collector = self.collector
+        run_id = collector.run.get("run") or collector.settings.get("run")
+        if not run_id or run_id in CallbackModule.written:
+            return
+        CallbackModule.written.add(run_id)
+        where = str(collector.settings.get("dir") or "")
+        if where.lower() == "none":
+            return
+        try:
+            collector.who = {"user": getpass.getuser(), "host": socket.gethostname(), "awx_job_id": self.awx_job_id}
+            cluster = report_reads.read(self.connection, report_model.moved_pods(collector),
+                                        report_model.adopted_maintenances(collector))
+            report = collector.build(time.time(), cluster)
+            directory = Path(where or os.path.join("nmo-reports", run_id))
+            directory.mkdir(parents=True, exist_ok=True)
+            for name, text in (("report.json", report_render.to_json(report)),
+                               ("report.xml", report_render.to_junit(report)),
+                               ("report.html", report_render.to_html(report))):
+                part = directory / f".{name}.part"
+                part.write_text(text, encoding="utf-8")
+                part.replace(directory / name)
+            display.display(f"nmo.maintenance run report: {directory.resolve() / 'report.html'} "
+                            f"(and report.json, report.xml; run {report['run']['outcome']})")
+        except Exception as exc:  # a report must never fail the run
+            display.warning(f"nmo_report: the run report was not written: {type(exc).__name__}: {exc}")

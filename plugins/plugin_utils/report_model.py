@@ -1,0 +1,483 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The run report's content (docs/report.md), built from what the run's tasks returned.
+
+Pure: no Ansible, no I/O. The report callback (plugins/callback/nmo_report.py) feeds a
+``Collector`` one ``TaskRecord`` a task result (host, task name, module, start and end time,
+status, result) and asks ``build()`` for the report at the end of the playbook, whatever
+ended it. The phases of a node are the role's task groups: a task named ``Group | ...``
+opens a phase, tasks without a known prefix (the hooks' own tasks) belong to the phase that
+is open, and a phase ends when its last task ends. A new phase of the role is reported as
+soon as its tasks are named ``Its name | ...``; a module that knows finer steps returns
+``phases`` (a list of ``{name, start, end}``, epoch seconds) and they are shown too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+SCHEMA = "https://nmo.maintenance/report.schema.json"
+SCHEMA_VERSION = 1
+
+# Task group prefix -> phase name; None: the task is not part of a maintenance phase.
+GROUPS: Dict[str, Optional[str]] = {
+    "Look": None, "Inputs": None, "Summary": None, "Check files": None, "Run": None, "Preflight": None,
+    "Begin": "begin", "Drain": "drain", "Ready": "ready wait", "Gate": "gate", "Confirm": "confirm",
+    "End": "end", "Failed": "failed", "Settle": "settle", "Hooks": "hooks",
+}
+PREFIX = re.compile(r"^(?:[\w.]+ : )?([A-Z][\w -]{0,30}?) \| (.*)$")
+HOOK_PHASE = re.compile(r"of phase (\w+)")
+# main.yml's includes of the hooks (no group prefix): they open their phase
+INCLUDES = {"Before-drain hooks": "hooks before_drain", "Work hooks": "hooks work", "After hooks": "hooks after"}
+ROLE_PREFIX = re.compile(r"^[\w.]+ : ")
+PDB_NAME = re.compile(r"disruption budget (\S+?)[ ,)]")
+RUN_TASK = "nmo.maintenance.nmo_run"
+REPORT_FACT = "node_maintenance_report_settings"  # set by tasks/run.yml
+MIN_WAIT = 0.5  # shorter lease or etcd waits are part of the begin, not a wait of their own
+
+
+def iso(epoch: Optional[float]) -> Optional[str]:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def epoch_of(text: Any) -> Optional[float]:
+    """An RFC 3339 time (the API server's, or ours) as epoch seconds; None when unreadable."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass
+class TaskRecord:
+    host: str
+    task: str
+    action: str
+    start: float
+    end: float
+    status: str  # ok, failed, skipped, unreachable
+    result: Dict[str, Any]
+
+
+@dataclass
+class Phase:
+    name: str
+    start: float
+    end: float
+    earlier_run: bool = False
+    note: str = ""
+
+    def out(self) -> Dict[str, Any]:
+        return {"name": self.name, "start": iso(self.start), "end": iso(self.end),
+                "seconds": round(max(0.0, self.end - self.start), 3), "earlier_run": self.earlier_run,
+                "note": self.note}
+
+
+def group_of(task: str) -> Optional[str]:
+    """The task's group prefix (``Begin`` of ``role : Begin | ...``), None without one."""
+    if ROLE_PREFIX.sub("", task) in INCLUDES:
+        return "Hooks"
+    found = PREFIX.match(task)
+    return found.group(1) if found else None
+
+
+def phase_name(prefix: str, task: str) -> Optional[str]:
+    if prefix == "Hooks":
+        bare = ROLE_PREFIX.sub("", task)
+        if bare in INCLUDES:
+            return INCLUDES[bare]
+        found = HOOK_PHASE.search(task)
+        return f"hooks {found.group(1)}" if found else "hooks"
+    if prefix in GROUPS:
+        return GROUPS[prefix]
+    return prefix.lower()  # a phase someone added to the role: reported under its own name
+
+
+def pdb_of(reason: str) -> Optional[str]:
+    found = PDB_NAME.search(reason + " ")
+    return found.group(1) if found else None
+
+
+@dataclass
+class NodeStory:
+    host: str
+    node: str
+    phases: List[Phase] = field(default_factory=list)
+    open: Optional[Phase] = None
+    results: Dict[str, List[TaskRecord]] = field(default_factory=dict)  # phase -> its module results
+    failed_tasks: List[TaskRecord] = field(default_factory=list)
+    api_requests: int = 0
+    api_requests_by: Dict[str, int] = field(default_factory=dict)
+    first: Optional[float] = None
+    last: Optional[float] = None
+
+
+class Collector:
+    """Task results in, the report out."""
+
+    def __init__(self, started: float, playbook: str = "", who: Optional[Dict[str, Any]] = None) -> None:
+        self.started = started
+        self.playbook = playbook
+        self.who = who or {}
+        self.stories: Dict[str, NodeStory] = {}
+        self.run: Dict[str, Any] = {}
+        self.settings: Dict[str, Any] = {}
+        self.plans: Dict[str, Any] = {}
+        self.run_requests = 0
+        self.run_requests_by: Dict[str, int] = {}
+        self.notes: List[str] = []
+
+    # -- feeding ---------------------------------------------------------------------------
+    def story(self, host: str) -> NodeStory:
+        if host not in self.stories:
+            self.stories[host] = NodeStory(host, host)
+        return self.stories[host]
+
+    def add(self, rec: TaskRecord) -> None:
+        res = rec.result if isinstance(rec.result, dict) else {}
+        if rec.action == RUN_TASK and rec.status == "ok" and res.get("run"):
+            self.run = res
+        facts = res.get("ansible_facts") or {}
+        if isinstance(facts.get(REPORT_FACT), dict):
+            self.settings = facts[REPORT_FACT]
+        if rec.action == "nmo.maintenance.nmo_plan" and isinstance(res.get("plans"), dict):
+            self.plans = res["plans"]
+        prefix = group_of(rec.task)
+        story = self.stories.get(rec.host)
+        per_node = prefix is not None and phase_name(prefix, rec.task) is not None
+        if prefix == "Look" and rec.action == "nmo.maintenance.nmo_plan" and rec.status != "skipped":
+            story = self.story(rec.host)
+            story.node = res.get("node") or rec.host
+            story.results.setdefault("look", []).append(rec)
+        count = res.get("api_requests")
+        if isinstance(count, int):
+            target = story if story is not None and (per_node or prefix in ("Look", "Inputs")) else None
+            if target is not None:
+                target.api_requests += count
+                add_counts(target.api_requests_by, res.get("api_requests_by"))
+            else:
+                self.run_requests += count
+                add_counts(self.run_requests_by, res.get("api_requests_by"))
+        if story is None or rec.status == "skipped":
+            return
+        if ((res.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance"):
+            story.results.setdefault("summary", []).append(rec)  # Summary | and Failed | Summary
+        if prefix == "Summary":
+            story.open = None
+            return
+        name = phase_name(prefix, rec.task) if prefix is not None else None
+        if prefix is not None and name is None:
+            story.open = None
+            return
+        if name == "hooks" and story.open is not None and story.open.name.startswith("hooks"):
+            name = story.open.name  # a hook task whose name was not templated: the include said which
+        if name is not None and (story.open is None or story.open.name != name):
+            story.open = Phase(name, rec.start, rec.end)
+            story.phases.append(story.open)
+        if story.open is None:
+            return
+        story.open.end = max(story.open.end, rec.end)
+        story.first = rec.start if story.first is None else min(story.first, rec.start)
+        story.last = rec.end if story.last is None else max(story.last, rec.end)
+        if rec.action.startswith("nmo.maintenance."):
+            story.results.setdefault(story.open.name, []).append(rec)
+        if rec.status in ("failed", "unreachable") and not res.get("skipped"):
+            story.failed_tasks.append(rec)
+
+    # -- the report ------------------------------------------------------------------------
+    def build(self, ended: float, cluster: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """The report as docs/report.schema.json describes it. ``cluster``: what the report's
+        reads found afterwards (``replacements``: pod key -> node; ``events``: NodeMaintenance
+        name -> its events), optional."""
+        cluster = cluster or {}
+        nodes = [node_report(s, self.plans.get(s.node), cluster, self.started) for s in self.stories.values()]
+        seen = {n["name"] for n in nodes}
+        for name in self.plans:  # nodes of the run that the run never reached (an earlier failure)
+            if name not in seen:
+                nodes.append(not_reached(name, self.plans[name]))
+        order = list(self.plans)
+        nodes.sort(key=lambda n: (n["start"] is None, n["start"] or "", order.index(n["name"])
+                                  if n["name"] in order else len(order)))
+        total = self.run_requests + sum(n["api_requests"] for n in nodes)
+        by = dict(self.run_requests_by)
+        for n in nodes:
+            add_counts(by, n["api_requests_by"])
+        failed = [n["name"] for n in nodes if n["outcome"] == "failed"]
+        unfinished = [n["name"] for n in nodes if n["outcome"] in ("not reached", "interrupted")]
+        return {
+            "$schema": SCHEMA,
+            "version": SCHEMA_VERSION,
+            "run": {
+                "id": self.run.get("run") or self.settings.get("run") or "",
+                "mode": self.run.get("mode") or "",
+                "who": self.who,
+                "playbook": self.playbook,
+                "start": iso(self.started),
+                "end": iso(ended),
+                "seconds": round(ended - self.started, 3),
+                "outcome": "failed" if failed else "partial" if unfinished else "succeeded",
+                "kubernetes": (self.run.get("kubernetes") or {}).get("gitVersion", "")
+                if isinstance(self.run.get("kubernetes"), dict) else str(self.run.get("kubernetes") or ""),
+                "options": self.settings.get("options") or {},
+                "resumed": [n["name"] for n in nodes if n["adopted_from"]],
+            },
+            "nodes": nodes,
+            "api_requests": total,
+            "api_requests_by": dict(sorted(by.items())),
+            "notes": list(self.notes) + list(cluster.get("notes") or []),
+        }
+
+
+def add_counts(into: Dict[str, int], counts: Any) -> None:
+    if isinstance(counts, dict):
+        for kind, n in counts.items():
+            if isinstance(n, int):
+                into[kind] = into.get(kind, 0) + n
+
+
+def last_result(story: NodeStory, phase: str) -> Dict[str, Any]:
+    recs = [r for r in story.results.get(phase, []) if isinstance(r.result, dict)]
+    return recs[-1].result if recs else {}
+
+
+def split_begin(phases: List[Phase], begin: Dict[str, Any]) -> List[Phase]:
+    """The begin phase cut into its waits (lease, etcd guard) and the rest, as the begin's
+    result says how long each wait took (docs/design.md §5)."""
+    out: List[Phase] = []
+    lease = begin.get("lease") if isinstance(begin.get("lease"), dict) else {}
+    for phase in phases:
+        if phase.name != "begin" or not begin:
+            out.append(phase)
+            continue
+        at = phase.start
+        waited = float(lease.get("waited") or begin.get("waited") or 0)
+        if waited >= MIN_WAIT:
+            holders = ", ".join(str(h.get("holder", h) if isinstance(h, dict) else h) for h in lease.get("holders") or [])
+            out.append(Phase("lease wait", at, min(at + waited, phase.end), note=f"held by {holders}" if holders else ""))
+            at = min(at + waited, phase.end)
+        etcd = lease.get("etcd")
+        etcd_wait = float(etcd.get("waited") or 0) if isinstance(etcd, dict) else 0.0
+        if etcd_wait >= MIN_WAIT:
+            out.append(Phase("etcd guard wait", at, min(at + etcd_wait, phase.end)))
+            at = min(at + etcd_wait, phase.end)
+        out.append(Phase("begin", at, phase.end))
+    return out
+
+
+def module_phases(story: NodeStory) -> List[Phase]:
+    """Finer steps modules returned (``phases``; the drain's KubeVirt migrations)."""
+    out: List[Phase] = []
+    for recs in story.results.values():
+        for rec in recs:
+            res = rec.result if isinstance(rec.result, dict) else {}
+            for item in res.get("phases") or []:
+                if isinstance(item, dict) and item.get("name") and item.get("start") is not None:
+                    out.append(Phase(str(item["name"]), float(item["start"]),
+                                     float(item.get("end") or rec.end), note=str(item.get("note") or "")))
+            started = [epoch_of(m.get("started")) for m in res.get("migrations") or [] if isinstance(m, dict)]
+            started = [s for s in started if s is not None]
+            if started:
+                out.append(Phase("migrations", min(started), rec.end, note=f"{len(started)} VM(s)"))
+    return out
+
+
+def blocked_of(story: NodeStory, drain: Dict[str, Any], drain_phase: Optional[Phase]) -> List[Dict[str, Any]]:
+    out = []
+    for item in drain.get("blocked") or []:
+        if not isinstance(item, dict):
+            continue
+        start = float(item.get("since") or 0) or (drain_phase.start if drain_phase else None)
+        end = item.get("until")
+        end = float(end) if end is not None else (drain_phase.end if drain_phase else start)
+        reason = str(item.get("reason") or "")
+        out.append({"kind": "pod", "pod": f"{item.get('namespace', '')}/{item.get('name', '')}",
+                    "pdb": item.get("pdb") or pdb_of(reason), "reason": reason, "start": iso(start), "end": iso(end),
+                    "seconds": round(max(0.0, (end or 0) - (start or 0)), 3), "earlier_run": False})
+    return out
+
+
+def lease_waits(phases: List[Phase], begin: Dict[str, Any]) -> List[Dict[str, Any]]:
+    lease = begin.get("lease") if isinstance(begin.get("lease"), dict) else {}
+    out = []
+    for item in lease.get("acquired") or []:
+        if isinstance(item, dict):
+            out.append({"name": item.get("name", ""), "role": item.get("role", ""), "namespace": item.get("namespace", ""),
+                        "action": item.get("action", ""), "holders": [], "waited": 0.0})
+    waited = float(lease.get("waited") or 0)
+    holders = [h.get("holder", "") if isinstance(h, dict) else str(h) for h in lease.get("holders") or []]
+    if out:
+        out[0]["waited"] = round(waited, 3)
+        out[0]["holders"] = holders
+    elif waited or holders:
+        out.append({"name": lease.get("slot") or "", "role": "slot", "namespace": "", "action": "",
+                    "holders": holders, "waited": round(waited, 3)})
+    return out
+
+
+def pods_moved(story: NodeStory, drain: Dict[str, Any], replacements: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    for how in ("evicted", "deleted"):
+        for pod in drain.get(how) or []:
+            if isinstance(pod, dict):
+                key = f"{pod.get('namespace', '')}/{pod.get('name', '')}"
+                out.append({"pod": key, "how": how, "from": story.node, "to": replacements.get(key)})
+    return out
+
+
+def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any]],
+                  before: Optional[float] = None) -> Dict[str, Any]:
+    """What the earlier run did for an adopted node, from its NodeMaintenance (as the run's
+    plan read it at the start) and the events on it: phases and blocked stretches, marked
+    earlier_run. Only what happened ``before`` this run began is the earlier run's."""
+    nm = ((plan or {}).get("report") or {}).get("maintenance") or {}
+    if before is not None:
+        events = [ev for ev in events if (epoch_of(ev.get("firstTimestamp") or ev.get("eventTime")) or 0) < before]
+    firsts: Dict[str, float] = {}
+    seen = [epoch_of(nm.get("lastUpdate"))]
+    for ev in events:
+        at = epoch_of(ev.get("firstTimestamp") or ev.get("eventTime"))
+        if at is not None:
+            reason = ev.get("reason", "")
+            firsts[reason] = min(firsts.get(reason, at), at)
+        seen += [at, epoch_of(ev.get("lastTimestamp"))]
+    if before is not None:
+        seen = [t for t in seen if t is not None and t < before]
+    created = epoch_of(nm.get("created")) or firsts.get("BeginMaintenance")
+    # the last sign of the earlier run: its last status write or event (a killed run says no more)
+    last = max((t for t in seen if t is not None), default=None)
+    phases: List[Phase] = []
+    blocked: List[Dict[str, Any]] = []
+    if created is not None:
+        drain_at = firsts.get("Drain")
+        begin_end = drain_at if drain_at is not None else (last or created)
+        phases.append(Phase("begin", created, max(created, begin_end), earlier_run=True))
+        if drain_at is not None:
+            end = max(drain_at, last or drain_at)
+            phases.append(Phase("drain", drain_at, end, earlier_run=True,
+                                note=f"{nm.get('phase', '')} at {nm.get('drainProgress', 0)}% when that run stopped"))
+            for ev in events:
+                if ev.get("reason") != "DrainError":
+                    continue
+                at = epoch_of(ev.get("firstTimestamp"))
+                message = ev.get("message", "")
+                pod = re.search(r"Pod (\S+/\S+) stays pending", message)
+                if at is None or not pod:
+                    continue
+                blocked.append({"kind": "pod", "pod": pod.group(1), "pdb": pdb_of(message), "reason": message,
+                                "start": iso(at), "end": iso(end), "seconds": round(max(0.0, end - at), 3),
+                                "earlier_run": True})
+    return {"maintenance": nm_name, "phase": nm.get("phase", ""), "drainProgress": nm.get("drainProgress", 0),
+            "pendingPods": nm.get("pendingPods") or [], "lastError": nm.get("lastError", ""),
+            "phases": phases, "blocked": blocked}
+
+
+def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[str, Any],
+                run_start: Optional[float] = None) -> Dict[str, Any]:
+    begin = last_result(story, "begin")
+    drain = last_result(story, "drain")
+    failed = last_result(story, "failed")
+    look = last_result(story, "look")
+    summary_recs = story.results.get("summary") or []
+    summary: Dict[str, Any] = {}
+    for rec in summary_recs:
+        data = ((rec.result.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance") or {}
+        summary = data.get(story.node) or summary
+    phases = split_begin(story.phases, begin)
+    drain_phase = next((p for p in phases if p.name == "drain"), None)
+    phases += module_phases(story)
+    blocked = blocked_of(story, drain, drain_phase)
+    for p in phases:
+        if p.name == "lease wait":
+            blocked.append({"kind": "lease", "pod": None, "pdb": None,
+                            "reason": "waiting for a maintenance slot or the node lease" + (f" ({p.note})" if p.note else ""),
+                            "start": iso(p.start), "end": iso(p.end), "seconds": round(p.end - p.start, 3),
+                            "earlier_run": False})
+        elif p.name == "etcd guard wait":
+            blocked.append({"kind": "etcd", "pod": None, "pdb": None, "reason": "etcd quorum would not be kept",
+                            "start": iso(p.start), "end": iso(p.end), "seconds": round(p.end - p.start, 3),
+                            "earlier_run": False})
+    adopted = begin.get("adopted_from") or None
+    earlier = None
+    if adopted:
+        nm = (begin.get("maintenance") or {}).get("name") or ""
+        earlier = earlier_story(nm, plan or {}, (cluster.get("events") or {}).get(nm) or [], run_start)
+        phases = earlier.pop("phases") + phases
+        blocked = earlier.pop("blocked") + blocked
+    phases.sort(key=lambda p: (p.start, p.end))
+    error = str(summary.get("error") or "")
+    if not error and story.failed_tasks:
+        error = str(story.failed_tasks[-1].result.get("msg") or "task failed")
+    outcome = outcome_of(story, summary, look, error)
+    start = min((p.start for p in phases), default=story.first)
+    end = max((p.end for p in phases), default=story.last)
+    return {
+        "name": story.node,
+        "host": story.host,
+        "outcome": outcome,
+        "result": str(summary.get("result") or look.get("outcome") or ""),
+        "maintenance": (begin.get("maintenance") or {}).get("name") or summary.get("maintenance") or "",
+        "adopted_from": adopted,
+        "start": iso(start),
+        "end": iso(end),
+        "seconds": round((end or 0) - (start or 0), 3) if start is not None else 0.0,
+        "phases": [p.out() for p in phases],
+        "blocked": blocked,
+        "pods_moved": pods_moved(story, drain, cluster.get("replacements") or {}),
+        "leases": lease_waits(phases, begin),
+        "error": error,
+        "failed_phase": str(failed.get("phase") or summary.get("failed_phase") or ""),
+        "policy": str(failed.get("policy") or summary.get("policy") or ""),
+        "rolled_back": failed.get("rolled_back") if failed else None,
+        "rollback_steps": list(failed.get("reached") or []) if failed else [],
+        "kept_out_of_service": bool(failed.get("kept") or summary.get("kept_out_of_service")),
+        "state": str(failed.get("message") or ""),
+        "earlier_run": earlier,
+        "api_requests": story.api_requests,
+        "api_requests_by": dict(sorted(story.api_requests_by.items())),
+    }
+
+
+def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], error: str) -> str:
+    if error or story.failed_tasks:
+        return "failed"
+    if not story.phases:
+        return "skipped" if look or summary else "not reached"
+    if not any(p.name == "end" and not p.earlier_run for p in story.phases):
+        return "interrupted"  # the play ended (another node's failure, max_fail_percentage 0) before its end
+    return "succeeded"
+
+
+def not_reached(name: str, plan: Any) -> Dict[str, Any]:
+    return {"name": name, "host": name, "outcome": "not reached", "result": "", "maintenance": "",
+            "adopted_from": None, "start": None, "end": None, "seconds": 0.0, "phases": [], "blocked": [],
+            "pods_moved": [], "leases": [], "error": "", "failed_phase": "", "policy": "", "rolled_back": None,
+            "rollback_steps": [], "kept_out_of_service": False, "state": "", "earlier_run": None,
+            "api_requests": 0, "api_requests_by": {}}
+
+
+def moved_pods(collector: Collector) -> List[tuple]:
+    """(pod key, node, when it left) of every pod the run's drains moved, for the reads."""
+    out = []
+    for story in collector.stories.values():
+        for rec in story.results.get("drain", []):
+            res = rec.result if isinstance(rec.result, dict) else {}
+            for how in ("evicted", "deleted"):
+                for pod in res.get(how) or []:
+                    if isinstance(pod, dict):
+                        out.append((f"{pod.get('namespace', '')}/{pod.get('name', '')}", story.node, rec.start))
+    return out
+
+
+def adopted_maintenances(collector: Collector) -> List[str]:
+    out = []
+    for story in collector.stories.values():
+        begin = last_result(story, "begin")
+        if begin.get("adopted_from"):
+            out.append((begin.get("maintenance") or {}).get("name") or "")
+    return [n for n in out if n]

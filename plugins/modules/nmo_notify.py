@@ -112,11 +112,11 @@ message:
   returned: always
   type: str
   sample: "Node node-worker-01: back in service after 3 min 12 s (run 20261201-020000-a1b2c3)"
-sent:
+delivered:
   description: Targets that took it (2xx).
   returned: always
   type: int
-failed:
+undelivered:
   description: Targets that did not; each is a warning too.
   returned: always
   type: int

@@ -100,6 +100,9 @@ options:
       report:
         description: The run report's path, named by the C(run_finished) notification.
         type: str
+      timeout:
+        description: Seconds for each attempt of the heartbeat's notifications (three at most per target).
+        type: float
 """
 
 EXAMPLES = r"""
@@ -174,7 +177,7 @@ ARGUMENT_SPEC = {
     "install_crd": {"type": "bool", "default": False},
     **ALERTMANAGER,
     "notify": {"type": "dict", "options": {"targets": NOTIFY_TARGETS, "blocked_after": {"type": "int"},
-                                           "report": {"type": "str"}}},
+                                           "report": {"type": "str"}, "timeout": {"type": "float"}}},
 }
 
 

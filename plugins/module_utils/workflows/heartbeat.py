@@ -31,6 +31,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
+from ..api import webhook
 from ..api.client import Client, ConnectionOptions, connect, forget_clients
 from ..errors import NmoError
 from ..model import leases, renewal
@@ -94,7 +95,8 @@ class Watches:
         after = (notify_params or {}).get("blocked_after")
         self.targets = targets
         self.report = (notify_params or {}).get("report")
-        self.blocks = notify.BlockWatch(targets, float(after)) if targets and after else None
+        self.policy = webhook.Policy(timeout=float((notify_params or {}).get("timeout") or 5.0))
+        self.blocks = notify.BlockWatch(targets, float(after), self.policy) if targets and after else None
 
     def __bool__(self) -> bool:
         return self.extender is not None or self.blocks is not None or bool(self.targets)
@@ -103,7 +105,7 @@ class Watches:
         """The run is over: run_finished to the targets (the heartbeat is the one part of the
         run that outlives a failed playbook)."""
         if self.targets:
-            notify.finished(self.targets, run_id, why, self.report)
+            notify.finished(self.targets, run_id, why, self.report, self.policy)
 
     def beat(self, client: Client, run_id: str) -> None:
         items = maintenance.list_all(client)

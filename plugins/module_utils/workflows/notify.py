@@ -105,11 +105,12 @@ def send(targets: List[Dict[str, Any]], event: str, run_id: str, node: Optional[
             thread.start()
         for thread in threads:
             thread.join()
-    warnings = [f"notification {event} not delivered to {o['kind']} target #{o['index']} ({o['target']}) "
+    about = f" of node {node}" if node else ""
+    warnings = [f"notification {event}{about} not delivered to {o['kind']} target #{o['index']} ({o['target']}) "
                 f"after {o['attempts']} attempt(s): {o['error']}; the maintenance goes on"
                 for o in outcomes if o and not o["ok"]]
-    return {"event": event, "message": text, "sent": sum(1 for o in outcomes if o.get("ok")),
-            "failed": sum(1 for o in outcomes if o and not o["ok"]), "targets": [o for o in outcomes if o],
+    return {"event": event, "message": text, "delivered": sum(1 for o in outcomes if o.get("ok")),
+            "undelivered": sum(1 for o in outcomes if o and not o["ok"]), "targets": [o for o in outcomes if o],
             "warnings": warnings}
 
 

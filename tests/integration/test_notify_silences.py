@@ -1,0 +1,349 @@
+"""Notifications and Alertmanager silences (docs/notifications.md), end to end.
+
+Real parts: the local control plane, a real Alertmanager v0.27.0 (hack/alertmanager, its API
+v2 read by the test), and a local HTTP receiver standing in for Slack, Teams and a webhook
+endpoint: it records every request and, on the paths that say so, answers 500 or stalls
+past the client's timeout. The playbooks run at -vvv, and their output is searched for the
+secrets (URL tokens, the HMAC key, Alertmanager's token).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import threading
+import time
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Dict, Iterator, List, Optional
+
+import pytest
+import urllib3
+from helpers import run_module
+from topology import wait_for
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import notify as notify_model
+
+from .maintenance_support import (
+    ROOT,
+    Run,
+    maintenance_of,
+    nm_name,
+    run,
+    run_of,
+    start_maintenance,
+    wait_clean,
+    wait_run_gone,
+    write_inventory,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+SECRET = "hmac-key-Zq81xVw"  # the HMAC key; never in any output
+TOKENS = {"slack": "T000-slack-token-9f3a", "teams": "teams-sig-77c1d0", "hook": "hook-token-41be",
+          "fail": "fail-token-0c5e", "slow": "slow-token-d29a"}
+AM_TOKEN = "am-bearer-5b6e2f"
+HOOK_TIMEOUT = 0.5  # node_maintenance_notify_timeout in the scenario: the slow target stalls past it
+
+
+# -- a real Alertmanager ------------------------------------------------------------------------------
+class Alertmanager:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = urllib3.PoolManager()
+
+    def silences(self) -> List[Dict[str, Any]]:
+        resp = self.http.request("GET", self.url + "/api/v2/silences", timeout=5)
+        assert resp.status == 200, resp.data
+        return json.loads(resp.data)
+
+    def of(self, node: str) -> List[Dict[str, Any]]:
+        return [s for s in self.silences() if any(m["name"] == "node" and m["value"] == node for m in s["matchers"])]
+
+    def get(self, silence_id: str) -> Dict[str, Any]:
+        resp = self.http.request("GET", f"{self.url}/api/v2/silence/{silence_id}", timeout=5)
+        assert resp.status == 200, resp.data
+        return json.loads(resp.data)
+
+
+@pytest.fixture(scope="session")
+def alertmanager() -> Iterator[Alertmanager]:
+    """hack/alertmanager up (builds it first when the cache lacks it), stopped at the end."""
+    script = str(ROOT / "hack" / "alertmanager")
+    subprocess.run([script, "up"], check=True, timeout=600)
+    env = dict(line.removeprefix("export ").split("=", 1)
+               for line in subprocess.run([script, "env"], check=True, capture_output=True, text=True).stdout.splitlines())
+    try:
+        yield Alertmanager(env["NMO_ALERTMANAGER_URL"])
+    finally:
+        subprocess.run([script, "down"], check=False, timeout=60)
+
+
+# -- the stand-in receiver -------------------------------------------------------------------------------
+class Receiver:
+    """POST /<kind>/<token>: recorded; /fail/... answers 500, /slow/... answers after ``stall`` s."""
+
+    def __init__(self, stall: float = 3.0) -> None:
+        self.requests: List[Dict[str, Any]] = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                kind = self.path.strip("/").split("/")[0]
+                with receiver.lock:
+                    receiver.requests.append({"kind": kind, "path": self.path, "headers": dict(self.headers),
+                                              "raw": raw, "at": time.monotonic()})
+                if kind == "slow":
+                    time.sleep(stall)
+                status = 500 if kind == "fail" else 200
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"ok")
+                except OSError:  # the client gave up on the slow answer
+                    pass
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, kind: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{kind}/{TOKENS[kind]}"
+
+    def bodies(self, kind: str) -> List[Dict[str, Any]]:
+        with self.lock:
+            return [json.loads(r["raw"]) for r in self.requests if r["kind"] == kind]
+
+    def of(self, kind: str) -> List[Dict[str, Any]]:
+        with self.lock:
+            return [r for r in self.requests if r["kind"] == kind]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def targets(receiver: Receiver) -> List[Dict[str, Any]]:
+    return [{"kind": "slack", "url": receiver.url("slack")},
+            {"kind": "teams", "url": receiver.url("teams")},
+            {"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET},
+            {"kind": "webhook", "url": receiver.url("fail")},
+            {"kind": "webhook", "url": receiver.url("slow")}]
+
+
+def assert_no_secret(output: str) -> None:
+    for secret in [SECRET, AM_TOKEN, *TOKENS.values()]:
+        assert secret not in output, f"a secret ({secret[:6]}...) is in the output"
+
+
+# -- sampling: nodes in maintenance and silences, side by side ---------------------------------------------
+class Sampler(threading.Thread):
+    """Every 0.3 s: which of ``nodes`` are cordoned, and each node's active silence (id, endsAt)."""
+
+    def __init__(self, cluster: Any, am: Alertmanager, nodes: List[str]) -> None:
+        super().__init__(daemon=True)
+        self.cluster, self.am, self.nodes = cluster, am, nodes
+        self.samples: List[Dict[str, Any]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            cordoned = {n for n in self.nodes
+                        if self.cluster.client.get(f"/api/v1/nodes/{n}").get("spec", {}).get("unschedulable")}
+            active = {}
+            for s in self.am.silences():
+                node = next((m["value"] for m in s["matchers"] if m["name"] == "node"), None)
+                if node in self.nodes and s["status"]["state"] == "active":
+                    active[node] = (s["id"], s["endsAt"])
+            self.samples.append({"at": time.monotonic(), "cordoned": cordoned, "silenced": active})
+            self.done.wait(0.3)
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()
+
+    def span(self, node: str, key: str) -> Optional[List[float]]:
+        at = [s["at"] for s in self.samples if node in s[key]]
+        return [at[0], at[-1]] if at else None
+
+    def ends(self, node: str) -> List[str]:
+        return [s["silenced"][node][1] for s in self.samples if node in s["silenced"]]
+
+
+def parse(moment: str) -> datetime:
+    return datetime.fromisoformat(moment.replace("Z", "+00:00"))
+
+
+# -- the scenario ---------------------------------------------------------------------------------------------
+def test_a_run_notifies_in_order_and_silences_each_node_exactly_while_it_is_in_maintenance(
+        cluster, world, user, tmp_path, receiver, alertmanager):
+    """Three workers, one at a time; worker-02's work hook waits until the test has seen its
+    silence extended by the heartbeat. Five targets: slack, teams, a signed webhook, one that
+    answers 500, one that stalls past the timeout."""
+    world.add_nodes(workers=3)
+    w1, w2, w3 = world.workers
+    release = tmp_path / "release"
+    hook = tmp_path / "work.yml"
+    hook.write_text(f"- name: Wait for the test's release\n  ansible.builtin.wait_for:\n    path: {release}\n"
+                    f"    timeout: 150\n  when: inventory_hostname == '{w2}'\n")
+    inventory = write_inventory(world, tmp_path)
+    settings = {"node_maintenance_notify": targets(receiver), "node_maintenance_notify_timeout": HOOK_TIMEOUT,
+                "node_maintenance_hooks_work": [str(hook)],
+                "node_maintenance_alertmanager": {"url": alertmanager.url, "duration": 30, "token": AM_TOKEN}}
+
+    sampler = Sampler(cluster, alertmanager, [w1, w2, w3])
+    sampler.start()
+    started = time.monotonic()
+    playbook = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers", "-vvv"], extra_vars=settings)
+    try:
+        # worker-02 waits in its hook until its silence's endsAt has moved: the heartbeat's extension
+        wait_for(lambda: len(set(sampler.ends(w2))) >= 2, 90, "worker-02's silence extended by the heartbeat")
+        release.write_text("go")
+        assert playbook.wait(120) == 0, playbook.output[-5000:]
+    finally:
+        if playbook.proc.poll() is None:
+            playbook.kill()
+        sampler.stop()
+    took = time.monotonic() - started
+    output = playbook.output
+    run_id = playbook.task("Run | Start this run (id, run lease, heartbeat on the controller)")[0]["result"]["run"]
+    wait_run_gone(cluster.client, run_id)
+    wait_for(lambda: any(b["event"] == "run_finished" for b in receiver.bodies("hook")), 30,
+             "run_finished from the heartbeat after the playbook ended")
+
+    # -- notifications: in order, each kind its own body, the signature verifies
+    events = [b["event"] for b in receiver.bodies("hook")]
+    assert events == ["run_started", "node_begun", "node_done", "node_begun", "node_done", "node_begun",
+                      "node_done", "run_finished"], events
+    hooks = receiver.bodies("hook")
+    assert [b["node"] for b in hooks] == [None, w1, w1, w2, w2, w3, w3, None]
+    assert {b["run"] for b in hooks} == {run_id} and all(b["version"] == 1 for b in hooks)
+    assert sorted(hooks[0]["details"]["nodes"]) == sorted([w1, w2, w3])
+    assert hooks[-1]["details"]["counts"] == {"done": 3}, hooks[-1]
+    assert hooks[4]["details"]["took_seconds"] >= 10, "worker-02 waited in its hook for the extension"
+    assert hooks[2]["message"].startswith(f"Node {w1}: back in service after ")
+    for request in receiver.of("hook"):
+        headers = {k.lower(): v for k, v in request["headers"].items()}
+        assert notify_model.verify(SECRET, headers["x-nmo-timestamp"], request["raw"], headers["x-nmo-signature"])
+        assert not notify_model.verify("another key", headers["x-nmo-timestamp"], request["raw"],
+                                       headers["x-nmo-signature"])
+    slack = receiver.bodies("slack")
+    assert len(slack) == 8 and all(set(b) == {"text", "blocks"} for b in slack)
+    assert f"Node {w2}: back in service" in slack[4]["text"]
+    teams = receiver.bodies("teams")
+    assert len(teams) == 8 and all(b["type"] == "message" for b in teams)
+    card = teams[1]["attachments"][0]
+    assert card["contentType"] == "application/vnd.microsoft.card.adaptive"
+    assert card["content"]["type"] == "AdaptiveCard" and f"Node {w1}: maintenance begun" in card["content"]["body"][1]["text"]
+
+    # -- the failing and the slow target: three attempts each, a warning each, the run went on
+    # (the heartbeat's run_finished may still be trying them)
+    wait_for(lambda: len(receiver.of("fail")) >= 24 and len(receiver.of("slow")) >= 24, 30, "the last attempts")
+    assert len(receiver.of("fail")) == 3 * 8, len(receiver.of("fail"))
+    assert len(receiver.of("slow")) == 3 * 8, len(receiver.of("slow"))
+    sends = [r["result"] for r in playbook.task("Notify | Tell node_maintenance_notify") if r["status"] == "ok"]
+    assert len(sends) == 7  # the playbook's own events; run_finished is the heartbeat's
+    for sent in sends:
+        assert sent["delivered"] == 3 and sent["undelivered"] == 2, sent
+        assert [t["attempts"] for t in sent["targets"]] == [1, 1, 1, 3, 3], sent["targets"]
+        assert sent["targets"][3]["status"] == 500 and "timed out" in sent["targets"][4]["error"]
+    assert output.count("not delivered to webhook target #3 (http://127.0.0.1") == 7, "one warning an event"
+    assert output.count("not delivered to webhook target #4 (http://127.0.0.1") == 7
+
+    # -- silences: made after the begin, on without a gap through the long hook, expired after the end
+    for node in (w1, w2, w3):
+        cordoned, silenced = sampler.span(node, "cordoned"), sampler.span(node, "silenced")
+        assert cordoned and silenced, (node, cordoned, silenced)
+        assert cordoned[0] <= silenced[0] < cordoned[0] + 5, (node, cordoned, silenced)
+        assert cordoned[1] - 0.5 <= silenced[1] < cordoned[1] + 5, (node, cordoned, silenced)
+        gaps = [s["at"] for s in sampler.samples if silenced[0] <= s["at"] <= cordoned[1] and node not in s["silenced"]]
+        assert not gaps, f"{node}: a gap in its silence while in maintenance"
+        [silence] = alertmanager.of(node)  # one silence a node: extended in place, never a second one
+        assert silence["status"]["state"] == "expired", silence
+        assert silence["createdBy"] == "nmo.maintenance"
+        assert run_id in silence["comment"] and nm_name(node) in silence["comment"]
+        assert {(m["name"], m["value"], m["isRegex"]) for m in silence["matchers"]} == {
+            ("node", node, False), ("instance", re.escape(node) + "(:[0-9]+)?", True)}
+    assert all(len(s["silenced"]) <= 1 for s in sampler.samples), "two nodes' silences at once (concurrency 1)"
+    ids = {s["silenced"][w2][0] for s in sampler.samples if w2 in s["silenced"]}
+    assert len(ids) == 1, f"worker-02's silence changed id: {ids}"
+    assert parse(sampler.ends(w2)[-1]) > parse(sampler.ends(w2)[0])
+    assert_no_secret(output)
+    slowest = max(t["seconds"] for sent in sends for t in sent["targets"])
+    print(f"scenario: {took:.1f} s; the slow target's longest send {slowest:.1f} s (its stall: 3 s)")
+
+
+def test_a_killed_run_stops_extending_and_a_resumed_run_extends_the_same_silence(
+        cluster, world, user, tmp_path, alertmanager):
+    world.add_nodes(workers=1)
+    [w1] = world.workers
+    hook = tmp_path / "work.yml"
+    hook.write_text(f"- name: Wait forever\n  ansible.builtin.wait_for:\n    path: {tmp_path / 'never'}\n"
+                    "    timeout: 600\n")
+    inventory = write_inventory(world, tmp_path)
+    am = {"url": alertmanager.url, "duration": 30, "token": AM_TOKEN}
+    first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
+                extra_vars={"node_maintenance_alertmanager": am, "node_maintenance_hooks_work": [str(hook)]})
+    try:
+        wait_for(lambda: first.last("Wait forever") is not None or "Wait forever" in first.output, 60, "the hook")
+        nm = maintenance_of(cluster.client, w1)
+        silence_id = nm["metadata"]["annotations"]["nmo.maintenance/silence"]
+        killed_run = run_of(cluster.client, w1)
+    finally:
+        first.kill()
+        first.close()
+    wait_run_gone(cluster.client, killed_run)
+    at_kill = alertmanager.get(silence_id)
+    ends = parse(at_kill["endsAt"])
+    # past the moment a live heartbeat would have extended it (less than half of 30 s left, a beat more)
+    wait_for(lambda: (ends - datetime.now(timezone.utc)).total_seconds() < 5, 40, "the silence near its end")
+    again = alertmanager.get(silence_id)
+    assert again["endsAt"] == at_kill["endsAt"] and again["status"]["state"] == "active", again
+
+    resumed = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
+                  extra_vars={"node_maintenance_alertmanager": am})
+    assert resumed.proc.returncode == 0, resumed.output[-4000:]
+    done = resumed.last("Silence | The node's alerts in Alertmanager (node_maintenance_alertmanager)")["result"]
+    assert done["action"] == "extended" and done["silence_id"] == silence_id, done
+    [silence] = alertmanager.of(w1)
+    assert silence["id"] == silence_id and silence["status"]["state"] == "expired"
+    wait_clean(cluster.client, [w1])
+
+
+def test_alertmanager_down_is_a_warning_and_no_secret_shows(cluster, world, user, tmp_path, receiver):
+    """Module calls: nmo_silence against a closed port, nmo_notify at -vvv (its URL and secret masked)."""
+    world.add_nodes(workers=1)
+    [w1] = world.workers
+    start_maintenance(cluster, world, w1)
+    down = {"url": "http://127.0.0.1:9", "token": AM_TOKEN, "duration": 60}
+    made = run_module("nmo_silence", {"node": w1, "run_id": "t", "alertmanager": down}, user.kubeconfig, verbose=True)
+    assert not made.get("failed"), made
+    assert made["action"] == "none" and made["changed"] is False
+    assert any("connection refused" in w and "goes on without a silence" in w for w in made["warnings"]), made
+    gone = run_module("nmo_silence", {"node": w1, "state": "absent", "silence_id": "x", "alertmanager": down},
+                      user.kubeconfig)
+    assert not gone.get("failed") and gone["warnings"], gone
+    sent = run_module("nmo_notify", {"targets": [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET},
+                                                 {"kind": "slack", "url": receiver.url("fail")}],
+                                     "event": "node_failed", "run_id": "t", "node": w1, "attempts": 2,
+                                     "details": {"error": "DIMM slot 3", "rolled_back": True}},
+                      verbose=True)
+    assert not sent.get("failed") and sent["delivered"] == 1 and sent["undelivered"] == 1, sent
+    assert [t["attempts"] for t in sent["targets"]] == [1, 2]
+    assert "rolled back" in receiver.bodies("hook")[0]["message"]
+    assert_no_secret(made["_stdout"] + sent["_stdout"] + json.dumps(sent))

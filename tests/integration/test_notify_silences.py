@@ -14,13 +14,13 @@ import re
 import subprocess
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 import urllib3
-from helpers import run_module
+from helpers import run_playbook
 from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import notify as notify_model
@@ -288,8 +288,10 @@ def test_a_run_notifies_in_order_and_silences_each_node_exactly_while_it_is_in_m
     print(f"scenario: {took:.1f} s; the slow target's longest send {slowest:.1f} s (its stall: 3 s)")
 
 
-def test_a_killed_run_stops_extending_and_a_resumed_run_extends_the_same_silence(
-        cluster, world, user, tmp_path, alertmanager):
+def test_a_killed_runs_silence_lapses_and_the_rerun_silences_the_node_again(cluster, world, user, tmp_path, alertmanager):
+    """SIGKILL during a long hook: the heartbeat is gone with the run, so the silence's endsAt
+    never moves again and it lapses by itself; the rerun resumes the node, finds the recorded
+    silence expired, makes a new one (the annotation names it) and expires it at the end."""
     world.add_nodes(workers=1)
     [w1] = world.workers
     hook = tmp_path / "work.yml"
@@ -300,50 +302,78 @@ def test_a_killed_run_stops_extending_and_a_resumed_run_extends_the_same_silence
     first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
                 extra_vars={"node_maintenance_alertmanager": am, "node_maintenance_hooks_work": [str(hook)]})
     try:
-        wait_for(lambda: first.last("Wait forever") is not None or "Wait forever" in first.output, 60, "the hook")
-        nm = maintenance_of(cluster.client, w1)
-        silence_id = nm["metadata"]["annotations"]["nmo.maintenance/silence"]
+        wait_for(lambda: "Wait forever" in first.output, 60, "the long hook")
+        silence_id = maintenance_of(cluster.client, w1)["metadata"]["annotations"]["nmo.maintenance/silence"]
         killed_run = run_of(cluster.client, w1)
     finally:
         first.kill()
         first.close()
     wait_run_gone(cluster.client, killed_run)
     at_kill = alertmanager.get(silence_id)
-    ends = parse(at_kill["endsAt"])
-    # past the moment a live heartbeat would have extended it (less than half of 30 s left, a beat more)
-    wait_for(lambda: (ends - datetime.now(timezone.utc)).total_seconds() < 5, 40, "the silence near its end")
-    again = alertmanager.get(silence_id)
-    assert again["endsAt"] == at_kill["endsAt"] and again["status"]["state"] == "active", again
+    assert at_kill["status"]["state"] == "active"
+    wait_for(lambda: alertmanager.get(silence_id)["status"]["state"] == "expired", 45, "the silence to lapse")
+    assert alertmanager.get(silence_id)["endsAt"] == at_kill["endsAt"], "extended after the kill"
 
-    resumed = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
-                  extra_vars={"node_maintenance_alertmanager": am})
-    assert resumed.proc.returncode == 0, resumed.output[-4000:]
-    done = resumed.last("Silence | The node's alerts in Alertmanager (node_maintenance_alertmanager)")["result"]
-    assert done["action"] == "extended" and done["silence_id"] == silence_id, done
-    [silence] = alertmanager.of(w1)
-    assert silence["id"] == silence_id and silence["status"]["state"] == "expired"
+    again = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
+                extra_vars={"node_maintenance_alertmanager": am})
+    assert again.proc.returncode == 0, again.output[-4000:]
+    made = again.last("Silence | The node's alerts in Alertmanager (node_maintenance_alertmanager)")["result"]
+    assert made["action"] == "created" and made["silence_id"] != silence_id, made
+    assert {s["id"]: s["status"]["state"] for s in alertmanager.of(w1)} == {silence_id: "expired",
+                                                                           made["silence_id"]: "expired"}
     wait_clean(cluster.client, [w1])
 
 
-def test_alertmanager_down_is_a_warning_and_no_secret_shows(cluster, world, user, tmp_path, receiver):
-    """Module calls: nmo_silence against a closed port, nmo_notify at -vvv (its URL and secret masked)."""
+def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cluster, world, user, receiver,
+                                                                              alertmanager):
+    """One playbook of module calls at -vvv: nmo_silence against a closed port (a warning),
+    then against Alertmanager (made, extended in place as a resumed run does, check mode,
+    expired, idempotent); nmo_notify with one good and one failing target."""
     world.add_nodes(workers=1)
     [w1] = world.workers
     start_maintenance(cluster, world, w1)
     down = {"url": "http://127.0.0.1:9", "token": AM_TOKEN, "duration": 60}
-    made = run_module("nmo_silence", {"node": w1, "run_id": "t", "alertmanager": down}, user.kubeconfig, verbose=True)
-    assert not made.get("failed"), made
-    assert made["action"] == "none" and made["changed"] is False
+    up = {"url": alertmanager.url, "token": AM_TOKEN, "duration": 60}
+    silence = "nmo.maintenance.nmo_silence"
+
+    def task(name: str, module: str, args: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
+        return {"name": name, module: args, "ignore_errors": True, **extra}
+
+    tasks = [
+        task("down", silence, {"node": w1, "run_id": "t", "alertmanager": down}),
+        task("down end", silence, {"node": w1, "state": "absent", "silence_id": "x", "alertmanager": down}),
+        task("made", silence, {"node": w1, "run_id": "t", "alertmanager": up}, diff=True),
+        task("again", silence, {"node": w1, "run_id": "t2", "alertmanager": up}),
+        task("checked", silence, {"node": w1, "state": "absent", "alertmanager": up}, check_mode=True),
+        task("expired", silence, {"node": w1, "state": "absent", "alertmanager": up}),
+        task("idempotent", silence, {"node": w1, "state": "absent", "alertmanager": up}),
+        task("sent", "nmo.maintenance.nmo_notify", {
+            "targets": [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET},
+                        {"kind": "slack", "url": receiver.url("fail")}],
+            "event": "node_failed", "run_id": "t", "node": w1, "attempts": 2,
+            "details": {"error": "DIMM slot 3", "rolled_back": True}}),
+    ]
+    played = run_playbook([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}], user.kubeconfig, ["-vvv"])
+    results = {r["task"]: r["result"] for r in played.records}
+
+    made = results["down"]
+    assert not made.get("failed") and made["action"] == "none" and made["changed"] is False, made
     assert any("connection refused" in w and "goes on without a silence" in w for w in made["warnings"]), made
-    gone = run_module("nmo_silence", {"node": w1, "state": "absent", "silence_id": "x", "alertmanager": down},
-                      user.kubeconfig)
-    assert not gone.get("failed") and gone["warnings"], gone
-    sent = run_module("nmo_notify", {"targets": [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET},
-                                                 {"kind": "slack", "url": receiver.url("fail")}],
-                                     "event": "node_failed", "run_id": "t", "node": w1, "attempts": 2,
-                                     "details": {"error": "DIMM slot 3", "rolled_back": True}},
-                      verbose=True)
-    assert not sent.get("failed") and sent["delivered"] == 1 and sent["undelivered"] == 1, sent
+    assert not results["down end"].get("failed") and results["down end"]["warnings"]
+    made = results["made"]
+    assert made["action"] == "created" and made["changed"] and made["diff"]["after"]["silence"] == made["silence_id"]
+    again = results["again"]
+    assert again["action"] == "extended" and again["silence_id"] == made["silence_id"] and not again["changed"], again
+    assert again["ends_at"] > made["ends_at"]
+    assert results["checked"]["changed"] and results["checked"]["silence_id"] == made["silence_id"]
+    assert results["expired"]["changed"] and results["expired"]["action"] == "expired"
+    assert not results["idempotent"]["changed"] and results["idempotent"]["action"] == "none"
+    [only] = alertmanager.of(w1)
+    assert only["id"] == made["silence_id"] and only["status"]["state"] == "expired"
+    assert maintenance_of(cluster.client, w1)["metadata"]["annotations"]["nmo.maintenance/silence"] == only["id"]
+
+    sent = results["sent"]
+    assert sent["delivered"] == 1 and sent["undelivered"] == 1, sent
     assert [t["attempts"] for t in sent["targets"]] == [1, 2]
     assert "rolled back" in receiver.bodies("hook")[0]["message"]
-    assert_no_secret(made["_stdout"] + sent["_stdout"] + json.dumps(sent))
+    assert_no_secret(played.stdout + played.stderr + json.dumps(played.records))

@@ -20,12 +20,13 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 import urllib3
-from helpers import run_playbook
+import yaml
 from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import notify as notify_model
 
 from .maintenance_support import (
+    NM_API,
     ROOT,
     Run,
     maintenance_of,
@@ -324,14 +325,23 @@ def test_a_killed_runs_silence_lapses_and_the_rerun_silences_the_node_again(clus
     wait_clean(cluster.client, [w1])
 
 
-def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cluster, world, user, receiver,
+def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cluster, world, user, tmp_path, receiver,
                                                                               alertmanager):
-    """One playbook of module calls at -vvv: nmo_silence against a closed port (a warning),
-    then against Alertmanager (made, extended in place as a resumed run does, check mode,
-    expired, idempotent); nmo_notify with one good and one failing target."""
+    """One playbook of module calls at -vvv: a run started with notifications (its heartbeat
+    tells of a node held back, then of the run's end); nmo_silence against a closed port (a
+    warning), then against Alertmanager (made, extended in place as a resumed run does, check
+    mode, expired, idempotent); nmo_notify with one good and one failing target."""
     world.add_nodes(workers=1)
     [w1] = world.workers
-    start_maintenance(cluster, world, w1)
+    run_id = f"t-{world.id}"
+    nm = start_maintenance(cluster, world, w1)
+    # a drain held back by a budget, as the drain writes it, on a NodeMaintenance of this run
+    cluster.client.patch(f"{NM_API}/{nm['metadata']['name']}", {"metadata": {"annotations": {
+        "nmo.maintenance/run": run_id}}}, "merge")
+    cluster.client.patch(f"{NM_API}/{nm['metadata']['name']}/status", {"status": {
+        "pendingPods": ["web-0"], "drainProgress": 50,
+        "lastError": "Cannot evict pod as it would violate the pod's disruption budget."}}, "merge")
+    release = tmp_path / "release"
     down = {"url": "http://127.0.0.1:9", "token": AM_TOKEN, "duration": 60}
     up = {"url": alertmanager.url, "token": AM_TOKEN, "duration": 60}
     silence = "nmo.maintenance.nmo_silence"
@@ -339,7 +349,10 @@ def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cl
     def task(name: str, module: str, args: Dict[str, Any], **extra: Any) -> Dict[str, Any]:
         return {"name": name, module: args, "ignore_errors": True, **extra}
 
+    hook = [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET}]
     tasks = [
+        task("run", "nmo.maintenance.nmo_run", {"run_id": run_id, "mode": "standalone",
+                                               "notify": {"targets": hook, "blocked_after": 1, "timeout": 1}}),
         task("down", silence, {"node": w1, "run_id": "t", "alertmanager": down}),
         task("down end", silence, {"node": w1, "state": "absent", "silence_id": "x", "alertmanager": down}),
         task("made", silence, {"node": w1, "run_id": "t", "alertmanager": up}, diff=True),
@@ -350,11 +363,30 @@ def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cl
         task("sent", "nmo.maintenance.nmo_notify", {
             "targets": [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET},
                         {"kind": "slack", "url": receiver.url("fail")}],
-            "event": "node_failed", "run_id": "t", "node": w1, "attempts": 2,
+            "event": "node_failed", "run_id": run_id, "node": w1, "attempts": 2,
             "details": {"error": "DIMM slot 3", "rolled_back": True}}),
+        task("held", "ansible.builtin.wait_for", {"path": str(release), "timeout": 60}),
     ]
-    played = run_playbook([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}], user.kubeconfig, ["-vvv"])
-    results = {r["task"]: r["result"] for r in played.records}
+    path = tmp_path / "modules.yml"
+    path.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    played = Run(str(path), "localhost,", user.kubeconfig, args=["-c", "local", "-vvv"])
+    try:
+        wait_for(lambda: any(b["event"] == "node_blocked" for b in receiver.bodies("hook")), 40,
+                 "node_blocked from the heartbeat")
+        release.write_text("go")
+        assert played.wait(60) == 0, played.output[-3000:]
+    finally:
+        if played.proc.poll() is None:
+            played.kill()
+    wait_for(lambda: any(b["event"] == "run_finished" for b in receiver.bodies("hook")), 30, "run_finished")
+    results = {r["task"]: r["result"] for r in played.records()}
+    [blocked] = [b for b in receiver.bodies("hook") if b["event"] == "node_blocked"]
+    assert blocked["node"] == w1 and blocked["run"] == run_id, blocked
+    assert blocked["details"]["pending_pods"] == ["web-0"] and blocked["details"]["blocked_seconds"] >= 1
+    assert blocked["details"]["what"] == ("1 pod(s) not evicted yet (web-0); last error: Cannot evict pod as it "
+                                          "would violate the pod's disruption budget.")
+    [finished] = [b for b in receiver.bodies("hook") if b["event"] == "run_finished"]
+    assert finished["details"]["counts"] == {"done": 0, "failed": 1}, finished
 
     made = results["down"]
     assert not made.get("failed") and made["action"] == "none" and made["changed"] is False, made
@@ -375,5 +407,7 @@ def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cl
     sent = results["sent"]
     assert sent["delivered"] == 1 and sent["undelivered"] == 1, sent
     assert [t["attempts"] for t in sent["targets"]] == [1, 2]
-    assert "rolled back" in receiver.bodies("hook")[0]["message"]
-    assert_no_secret(played.stdout + played.stderr + json.dumps(played.records))
+    [failed] = [b for b in receiver.bodies("hook") if b["event"] == "node_failed"]
+    assert "rolled back" in failed["message"]
+    assert_no_secret(played.output + json.dumps(played.records()))
+    played.close()

@@ -51,6 +51,9 @@ def ensure(client: Client, am_params: Dict[str, Any], node: str, run_id: str,
     templates = list(am_params.get("matchers") or silences.DEFAULT_MATCHERS)
     duration = silences.duration_of(am_params.get("duration"))
     nm = maintenance.find(client, node)
+    if nm is None and client.dry_run:  # a dry run's begin made none: this one would be made with it
+        return {"changed": True, "silence_id": "", "previous": "", "action": "created", "maintenance": "",
+                "matchers": silences.matchers(templates, node), "warnings": []}
     if nm is None:
         raise InputError(f"node {node} has no NodeMaintenance: a silence is made at the node's begin, after it")
     name = nm["metadata"]["name"]

@@ -303,3 +303,19 @@ def test_the_extender_extends_when_half_is_gone_and_follows_a_new_id():
     assert client.patched == [("/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances/maintenance-a",
                                {"metadata": {"annotations": {"nmo.maintenance/silence": "s2"}}})]
     assert len(am.posts) == 2, "only this run's, and only the due"
+
+
+def test_the_extender_asks_a_down_alertmanager_once_a_beat():
+    class Down(FakeAlertmanager):
+        def get_silence(self, silence_id: str) -> Optional[Dict[str, Any]]:
+            self.posts.append({"asked": silence_id})
+            raise silence_flow.AlertmanagerError("Alertmanager at http://am: no answer")
+
+    am = Down()
+    extender = silence_flow.Extender({"url": "http://am", "duration": 60}, clock=lambda: NOW, am=am)
+    items = [nm("a", silence="s1"), nm("b", silence="s2"), nm("c", silence="s3")]
+    assert extender.beat(Patches(), "r1", items) == 0
+    assert am.posts == [{"asked": "s1"}], "the beat goes back to the leases after the first failure"
+    assert extender.am.policy.attempts == 1 if hasattr(extender.am, "policy") else True
+    real = silence_flow.Extender({"url": "http://am", "duration": 60, "timeout": 10})
+    assert (real.am.policy.attempts, real.am.policy.timeout) == (1, 3.0)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable, Dict, List, Optional
 
+from ..api import webhook
 from ..api.alertmanager import Alertmanager, AlertmanagerError
 from ..api.client import Client
 from ..errors import InputError, NmoError
@@ -114,7 +115,9 @@ class Extender:
 
     def __init__(self, am_params: Dict[str, Any], clock: Callable[[], datetime] = utcnow,
                  am: Optional[Alertmanager] = None) -> None:
-        self.am = am or Alertmanager.from_params(am_params)
+        # one short attempt a request: the beat must go back to the leases soon (heartbeat.py)
+        self.am = am or Alertmanager.from_params(am_params, webhook.Policy(
+            timeout=min(float(am_params.get("timeout") or 5.0), 3.0), attempts=1))
         self.duration = silences.duration_of(am_params.get("duration"))
         self.clock = clock
         self.ends: Dict[str, Optional[datetime]] = {}  # silence id -> its endsAt as last seen
@@ -130,8 +133,10 @@ class Extender:
                 continue
             try:
                 done += self._one(client, nm, silence_id)
+            except AlertmanagerError:
+                break  # Alertmanager away: the others would wait for it too; the next beat tries again
             except NmoError:
-                continue  # Alertmanager or the API server away: the next beat tries again
+                continue  # the API server away (the annotation): the next beat tries again
         return done
 
     def _one(self, client: Client, nm: Dict[str, Any], silence_id: str) -> int:

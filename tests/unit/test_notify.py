@@ -316,6 +316,5 @@ def test_the_extender_asks_a_down_alertmanager_once_a_beat():
     items = [nm("a", silence="s1"), nm("b", silence="s2"), nm("c", silence="s3")]
     assert extender.beat(Patches(), "r1", items) == 0
     assert am.posts == [{"asked": "s1"}], "the beat goes back to the leases after the first failure"
-    assert extender.am.policy.attempts == 1 if hasattr(extender.am, "policy") else True
     real = silence_flow.Extender({"url": "http://am", "duration": 60, "timeout": 10})
     assert (real.am.policy.attempts, real.am.policy.timeout) == (1, 3.0)

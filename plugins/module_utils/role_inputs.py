@@ -57,7 +57,9 @@ def kind(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, option: Optional[Dict[str, Any]] = None) -> str:
+    if (option or {}).get("no_log"):
+        return "hidden: no_log"  # a webhook URL, a password: never in a message
     text = repr(value)
     return text if len(text) <= 60 else text[:50] + "...'"
 
@@ -93,7 +95,7 @@ def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
                 found += [f"{name}.{key}: not an option of {name} (it takes {', '.join(sorted(option['options']))})"
                           for key in value if key not in option["options"]]
         elif wanted in _SCALARS and wanted != "raw" and isinstance(value, (list, tuple, dict)):
-            found.append(f"{name}: {kind(value)} was given ({_shown(value)}), {_article(wanted)} is needed")
+            found.append(f"{name}: {kind(value)} was given ({_shown(value, option)}), {_article(wanted)} is needed")
     return found
 
 

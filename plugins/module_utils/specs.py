@@ -130,3 +130,29 @@ def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
         warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
                     for name in sorted(flat)]
     return {**params, **merged}, warnings
+
+# The Alertmanager of the role's silences (nmo_run's heartbeat, nmo_silence; docs/design.md §17.2),
+# documented by the alertmanager doc fragment; its credentials are no_log.
+ALERTMANAGER_OPTIONS: Spec = {
+    "url": {"type": "str", "required": True},
+    "matchers": {"type": "list", "elements": "str", "default": ['node="{node}"', 'instance=~"{node}(:[0-9]+)?"']},
+    "duration": {"type": "int", "default": 600},
+    "username": {"type": "str"},
+    "password": {"type": "str", "no_log": True},
+    "token": {"type": "str", "no_log": True},
+    "ca_path": {"type": "path"},
+    "validate_certs": {"type": "bool", "default": True},
+    "timeout": {"type": "float", "default": 5.0},
+}
+ALERTMANAGER: Spec = {"alertmanager": {"type": "dict", "options": ALERTMANAGER_OPTIONS}}
+
+# The notification targets (nmo_notify, nmo_run's heartbeat; docs/design.md §17.1): URLs and
+# secrets are no_log (a chat webhook's URL is its token).
+NOTIFY_TARGET: Spec = {
+    "url": {"type": "str", "required": True, "no_log": True},
+    "kind": {"type": "str", "choices": ["slack", "teams", "webhook"], "default": "webhook"},
+    "secret": {"type": "str", "no_log": True},
+    "ca_path": {"type": "path"},
+    "validate_certs": {"type": "bool", "default": True},
+}
+NOTIFY_TARGETS: Spec = {"type": "list", "elements": "dict", "options": NOTIFY_TARGET, "default": []}

@@ -20,12 +20,17 @@ description:
     heartbeat deletes the run lease at once and exits. If the controller's host dies, the run
     lease lapses after O(duration) seconds.
   - O(state=stopped) deletes the run lease; the heartbeat then exits by itself.
+  - With O(alertmanager), the heartbeat also extends the Alertmanager silence of each
+    C(NodeMaintenance) of this run (annotation C(nmo.maintenance/silence), made by
+    M(nmo.maintenance.nmo_silence)) once half of O(alertmanager.duration) is gone; both it and
+    O(notify) are checked before anything is written.
   - This module always runs in the controller's own process (it ties the run to the
     C(ansible-playbook) process); delegate it to C(localhost).
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
   - nmo.maintenance.connection
+  - nmo.maintenance.alertmanager
 attributes:
   check_mode:
     support: full
@@ -73,6 +78,31 @@ options:
         this run's O(run_id) reads the CRD no more at each begin.
     type: bool
     default: false
+  notify:
+    description:
+      - With O(notify.targets) and O(notify.blocked_after), the heartbeat sends one C(node_blocked)
+        notification (M(nmo.maintenance.nmo_notify)'s format) for a node of this run whose
+        C(NodeMaintenance) says it is held back (pending pods, a last error such as a slot
+        another holds) with no progress for longer than O(notify.blocked_after) seconds, and
+        C(run_finished) when the run ends (the C(ansible-playbook) process is gone, however it
+        ended), with the counts of the node events M(nmo.maintenance.nmo_notify) sent
+        (done, failed, in maintenance).
+    type: dict
+    suboptions:
+      targets:
+        description: As M(nmo.maintenance.nmo_notify)'s O(nmo.maintenance.nmo_notify#module:targets) (URLs and secrets no_log).
+        type: list
+        elements: dict
+        default: []
+      blocked_after:
+        description: Seconds without progress before a node is said to be blocked; 0 or none tells nothing.
+        type: int
+      report:
+        description: The run report's path, named by the C(run_finished) notification.
+        type: str
+      timeout:
+        description: Seconds for each attempt of the heartbeat's notifications (three at most per target).
+        type: float
 """
 
 EXAMPLES = r"""
@@ -136,7 +166,7 @@ api_requests_by:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.specs import CONNECTION
+from ansible_collections.nmo.maintenance.plugins.module_utils.specs import ALERTMANAGER, CONNECTION, NOTIFY_TARGETS
 
 ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
@@ -145,6 +175,9 @@ ARGUMENT_SPEC = {
     "duration": {"type": "int", "default": 60},
     "mode": {"type": "str", "choices": ["auto", "standalone", "operator"], "default": "auto"},
     "install_crd": {"type": "bool", "default": False},
+    **ALERTMANAGER,
+    "notify": {"type": "dict", "options": {"targets": NOTIFY_TARGETS, "blocked_after": {"type": "int"},
+                                           "report": {"type": "str"}, "timeout": {"type": "float"}}},
 }
 
 

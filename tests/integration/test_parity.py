@@ -20,7 +20,7 @@ from helpers import run_playbook
 pytestmark = [pytest.mark.cluster]
 
 MODULES = ["nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_plan", "nmo_lease", "nmo_drain", "nmo_preflight",
-           "nmo_maintenance", "nmo_recover"]
+           "nmo_maintenance", "nmo_recover", "nmo_silence", "nmo_notify"]
 PATHS = {"in_process": {}, "shipped": {"NMO_MAINTENANCE_IN_PROCESS": "false"}}
 SECRET = "parity-token-0f3c9a"  # an api_key nobody may see
 # Stable keys of a result; diffs only where they hold no times or resource versions.
@@ -62,6 +62,10 @@ def tasks(node: str, prefix: str) -> List[Dict[str, Any]]:
         task("untaint", "nmo_taint", {"node": node, "state": "absent"}, diff=True),
         task("release", "nmo_lease", {**lease, "state": "released"}),
         task("begin", "nmo_maintenance", {**lease, "reason": "parity"}),
+        # nobody listens on port 9: a warning on both paths, the same one
+        task("silence down", "nmo_silence", {"node": node, "alertmanager": {"url": "http://127.0.0.1:9"}}),
+        task("notify check", "nmo_notify", {"targets": [{"url": "http://127.0.0.1:9/{{ parity_key }}"}],
+                                            "event": "node_begun", "run_id": "parity", "node": node}, **check),
         task("end", "nmo_maintenance", {**lease, "state": "absent"}),
         task("recover check", "nmo_recover", {"nodes": [node], "slot_prefix": prefix}, **check),
         task("taint bad node", "nmo_taint", {"node": ".."}),
@@ -115,6 +119,8 @@ def check_path(cluster, run, node: str, path: str) -> Dict[str, Dict[str, Any]]:
     assert r["taint check"]["changed"] and r["taint check"]["diff"]["after"]["taints"]
     assert r["cordon check"]["changed"] and r["cordon check"]["diff"]["after"]["unschedulable"] is True
     assert r["taint"]["changed"] and not r["taint again"]["changed"]
+    assert r["silence down"]["action"] == "none" and "goes on without a silence" in r["silence down"]["warnings"][0]
+    assert r["notify check"]["message"].startswith(f"Node {node}: maintenance begun") and r["notify check"]["targets"] == []
     assert r["drain bad"]["failed"] and "parallelism: 0" in r["drain bad"]["msg"]
     assert r["taint bad node"]["failed"] and "node: '..'" in r["taint bad node"]["msg"]
     assert r["cordon unknown option"]["msg"].startswith(

@@ -27,7 +27,7 @@ def test_the_defaults_pass():
 
 def test_every_list_option_of_the_role_is_known():
     assert LIST_OPTIONS == ["node_maintenance_budgets", "node_maintenance_hooks_after", "node_maintenance_hooks_before_drain",
-                            "node_maintenance_hooks_work"]
+                            "node_maintenance_hooks_work", "node_maintenance_notify"]
 
 
 @pytest.mark.parametrize("name", LIST_OPTIONS)

@@ -14,6 +14,12 @@ controller's host dies with it, the run lease lapses ``RUN_LEASE_DURATION`` seco
 
 A lease it cannot renew because the API server is away is renewed when the server is back,
 if nobody took it meanwhile.
+
+With an Alertmanager (docs/design.md §17.2) or notification targets (§17.1), each beat also
+lists the NodeMaintenances once (``Watches``): the silences they name are extended once half
+of them is gone (silences.Extender), and a node held back for longer than the run's
+``blocked_after`` gets one node_blocked notification (notify.BlockWatch). Neither ever stops
+the beat: what fails there is tried again at the next one.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
+from ..api import webhook
 from ..api.client import Client, ConnectionOptions, connect, forget_clients
 from ..errors import NmoError
 from ..model import leases, renewal
 from ..stores import leases as lease_store
-from . import run, waiting
+from ..stores import maintenance
+from . import notify, run, silences, waiting
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
@@ -77,10 +85,49 @@ def beat(client: Client, run_id: str, namespace: str, duration: int) -> bool:
     return True
 
 
+class Watches:
+    """What a beat does beyond the leases, over one list of the NodeMaintenances."""
+
+    def __init__(self, alertmanager: Optional[Dict[str, Any]] = None, notify_params: Optional[Dict[str, Any]] = None
+                 ) -> None:
+        self.extender = silences.Extender(alertmanager) if alertmanager and alertmanager.get("url") else None
+        targets = list((notify_params or {}).get("targets") or [])
+        after = (notify_params or {}).get("blocked_after")
+        self.targets = targets
+        self.report = (notify_params or {}).get("report")
+        self.policy = webhook.Policy(timeout=float((notify_params or {}).get("timeout") or 5.0))
+        self.blocks = notify.BlockWatch(targets, float(after), self.policy) if targets and after else None
+
+    def __bool__(self) -> bool:
+        return self.extender is not None or self.blocks is not None or bool(self.targets)
+
+    def finish(self, run_id: str, why: str) -> None:
+        """The run is over: run_finished to the targets (the heartbeat is the one part of the
+        run that outlives a failed playbook)."""
+        if self.targets:
+            notify.finished(self.targets, run_id, why, self.report, self.policy)
+
+    def beat(self, client: Client, run_id: str) -> None:
+        items = maintenance.list_all(client)
+        if self.extender is not None:
+            self.extender.beat(client, run_id, items)
+        if self.blocks is not None:
+            self.blocks.beat(run_id, items, run.run_of)
+
+
 def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str = leases.LEASE_NAMESPACE,
          duration: int = run.RUN_LEASE_DURATION, every: float = run.RENEW_EVERY,
-         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> str:
+         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+         watches: Optional[Watches] = None) -> str:
     """Beat until the anchor dies or the run lease is gone; returns why it stopped."""
+    why = _loop(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches)
+    if watches:
+        watches.finish(run_id, why)
+    return why
+
+
+def _loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
+          every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches]) -> str:
     next_beat = clock()
     while True:
         if not anchor_alive():
@@ -95,12 +142,19 @@ def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespac
                 pass  # the lease lapses by itself
             return "controller gone"
         if clock() >= next_beat:
+            worked = False
             try:
                 if not beat(client, run_id, namespace, duration):
                     return "run lease gone"
                 next_beat = clock() + every
+                worked = True
             except NmoError:
                 next_beat = clock() + renewal.RETRY_PAUSE  # the API server is away: try again soon
+            if worked and watches and (watches.extender is not None or watches.blocks is not None):
+                try:
+                    watches.beat(client, run_id)
+                except NmoError:
+                    pass  # the NodeMaintenances could not be listed: the next beat lists them again
         sleep(1.0)
 
 
@@ -109,7 +163,8 @@ def anchor_check(pid: int, started: Optional[str]) -> Callable[[], bool]:
 
 
 def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int, namespace: str,
-                       duration: int) -> int:
+                       duration: int, alertmanager: Optional[Dict[str, Any]] = None,
+                       notify_params: Optional[Dict[str, Any]] = None) -> int:
     """Fork a detached heartbeat process (returns its PID in the caller)."""
     started = run.process_start(anchor_pid)
     read_end, write_end = os.pipe()
@@ -137,7 +192,8 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         client.retry = replace(client.retry, budget=renewal.BEAT_RETRY_BUDGET)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
-            loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration)
+            loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration,
+                 watches=Watches(alertmanager, notify_params))
     except BaseException:  # pylint: disable=broad-except
         pass
     os._exit(0)

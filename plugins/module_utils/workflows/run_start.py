@@ -8,9 +8,10 @@ from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
 from ..model import leases, renewal
+from ..model import notify as notify_model
 from ..stores import crd
 from ..stores import leases as lease_store
-from . import heartbeat, operator, run
+from . import heartbeat, operator, run, silences
 
 MAX_RUN_LEASE_DURATION = 3600
 
@@ -27,6 +28,12 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     if anchor_pid <= 1 or run.process_start(anchor_pid) is None:
         # killed while this task ran: a run started now would have no controller to outlive
         raise run.RunGone(f"the controller process (ansible-playbook, PID {anchor_pid}) is gone: the run is not started")
+    alertmanager = params.get("alertmanager") or None
+    if alertmanager:  # refused before anything is written (docs/design.md §17.2)
+        silences.check(alertmanager)
+    notify_params = params.get("notify") or None
+    if notify_params:
+        notify_model.validate_targets(list(notify_params.get("targets") or []))
     controller = run.controller_identity(anchor_pid)
     kubernetes = server.read(client)  # once a run: which Kubernetes, and is it one we test
     found = operator.detect(client)
@@ -46,7 +53,7 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     lease_store.ensure_namespace(client)
     run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")))
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
-                                                           duration)
+                                                           duration, alertmanager, notify_params)
     result["changed"] = True
     return result
 

@@ -251,7 +251,8 @@ def test_volumes_then_work_then_settle_fails_the_run_then_a_killed_settle_is_res
                      extra_vars={"node_maintenance_settle_timeout": 300, "node_maintenance_run_id": f"settle-{world.id}"})
         try:
             wait_for(lambda: any(e["reason"] == "Settle" and e["message"].startswith("Waiting for")
-                                 for e in events_of(cluster.client, w1)) and "Settle | Wait until" in second.output, 120, "the rerun's settle of worker-01")
+                                 for e in events_of(cluster.client, w1)) and "Settle | Wait until" in second.output,
+                     120, "the rerun's settle of worker-01")
         finally:
             second.kill()
             second.close()

@@ -261,7 +261,7 @@ elapsed:
 blocked:
   description:
     - The pods a PodDisruptionBudget refused for a while, each with C(namespace), C(name), C(reason) (the first
-      refusal), C(since) and C(until) (epoch seconds: the first refusal, the accepted eviction or the drain's end),
+      refusal), C(since) and C(until) (epoch seconds, the first refusal and the accepted eviction or the drain's end),
       C(seconds) and C(still_refused). The run report shows them (docs/report.md).
   returned: success or failure after the drain started
   type: list

@@ -11,7 +11,7 @@ description:
   - With O(state=present), puts C(nmo.maintenance/waiting=<run_id>:PreferNoSchedule) on each of
     O(nodes), so that the scheduler prefers other nodes for the pods the run drains from the
     first ones (kured's C(--prefer-no-schedule-taint)). The same call removes the waiting taint
-    of any run that is not alive (its run lease lapsed or gone: a run that was killed) from
+    of any run that is not alive (its run lease lapsed or gone, as a killed run's is) from
     every other node.
   - With O(state=absent), removes O(run_id)'s waiting taint from every node (or from O(nodes)
     only); with O(dead_too), also that of every run that is not alive.

@@ -26,6 +26,8 @@ GROUPS: Dict[str, Optional[str]] = {
     "Look": None, "Inputs": None, "Summary": None, "Check files": None, "Run": None, "Preflight": None,
     "Begin": "begin", "Drain": "drain", "Ready": "ready wait", "Gate": "gate", "Confirm": "confirm",
     "End": "end", "Failed": "failed", "Settle": "settle", "Hooks": "hooks",
+    # telling people (docs/notifications.md): a request each, no phase of the node's
+    "Silence": None, "Notify": None,
 }
 PREFIX = re.compile(r"^(?:[\w.]+ : )?([A-Z][\w -]{0,30}?) \| (.*)$")
 HOOK_PHASE = re.compile(r"of phase (\w+)")

@@ -297,7 +297,7 @@ def test_a_killed_runs_silence_lapses_and_the_rerun_silences_the_node_again(clus
     [w1] = world.workers
     hook = tmp_path / "work.yml"
     hook.write_text(f"- name: Wait forever\n  ansible.builtin.wait_for:\n    path: {tmp_path / 'never'}\n"
-                    "    timeout: 600\n")
+                    "    timeout: 120\n")
     inventory = write_inventory(world, tmp_path)
     am = {"url": alertmanager.url, "duration": 30, "token": AM_TOKEN}
     first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],

@@ -78,8 +78,15 @@ def test_a_rollout_with_a_block_a_kill_a_resume_and_a_failure_is_reported(cluste
     hold_pod = world.pods(node=w[1], namespace=world.namespace)
     hold = next(p["metadata"]["name"] for p in hold_pod if p["metadata"]["name"].startswith("hold-"))
     hook = tmp_path / "work.yml"
+    gate, at_work = tmp_path / "worker-01-may-go-on", tmp_path / "worker-01-at-work"
+    # A batch of two runs each node at its own pace (strategy free): worker-01's work waits for
+    # the test, so the kill finds both nodes of the first batch in flight.
     hook.write_text("- name: Replace the memory\n  ansible.builtin.fail:\n    msg: DIMM slot 3 not detected\n"
-                    f"  when: inventory_hostname == '{w[5]}'\n")
+                    f"  when: inventory_hostname == '{w[5]}'\n"
+                    f"- name: Say the technician is at work\n  ansible.builtin.copy:\n    dest: {at_work}\n"
+                    f"    content: here\n  when: inventory_hostname == '{w[0]}'\n"
+                    f"- name: Wait for the technician\n  ansible.builtin.wait_for:\n    path: {gate}\n"
+                    f"    timeout: 150\n  when: inventory_hostname == '{w[0]}'\n")
     reports = tmp_path / "reports"
     inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn",
                                 node_maintenance_campaign=f"report-{world.id}",
@@ -93,6 +100,10 @@ def test_a_rollout_with_a_block_a_kill_a_resume_and_a_failure_is_reported(cluste
     try:
         wait_for(lambda: len(evictions(audit, user.name, 429)) >= 3 or first.proc.poll() is not None, 120,
                  "the budget to refuse worker-02's pod three times")
+        try:
+            wait_for(lambda: at_work.exists() or first.proc.poll() is not None, 60, "worker-01's work hook")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {first.output[-5000:]}") from None
         assert first.proc.poll() is None, first.output[-3000:]
         killed = run_of(cluster.client, w[1])
     finally:
@@ -100,6 +111,7 @@ def test_a_rollout_with_a_block_a_kill_a_resume_and_a_failure_is_reported(cluste
         first.close()
     wait_run_gone(cluster.client, killed)
     assert not reports.exists(), "a killed run wrote a report"
+    gate.write_text("done")  # the resumed worker-01 finds its work done
 
     # the second run resumes both, is refused again, the budget is released, worker-04 fails
     second_start = time.time()

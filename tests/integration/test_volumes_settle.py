@@ -265,8 +265,8 @@ def test_volumes_then_work_then_settle_fails_the_run_then_a_killed_settle_is_res
                     extra_vars={"node_maintenance_settle_timeout": 120})
         assert third.proc.returncode == 0, third.output[-4000:]
         begun = [r["host"] for r in third.task("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and "
-                                               "label")]
-        assert begun == [w2], f"worker-01 was to be settled only: {begun}"
+                                               "label") if r["status"] != "skipped"]
+        assert begun == [w2], f"worker-01 was to be settled only: {begun}: {third.output[-6000:]}"
         settled = {r["host"]: r["result"] for r in settle_task(third)}
         assert settled[w1]["settled"] and settled[w2]["settled"], settled
         assert "pinned" in [w["name"] for w in settled[w1]["snapshot"]["workloads"]], settled[w1]

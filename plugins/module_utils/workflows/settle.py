@@ -178,6 +178,9 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
             recorder.record(node, SETTLE, text[:1000], "Warning")
             raise SettleFailed(text, not_whole=entries, node=opts.node, snapshot=snap,
                                elapsed=round(time.monotonic() - started, 3)) from None
+    # A run killed while the workloads came back must leave the marks for the next run (plan
+    # settle): the wait's last look at the run may be up to a tick old, so look once more.
+    guard.check(force=True)
     annotate(client, opts.node, ours)
     result.update(changed=True, settled=True, elapsed=round(time.monotonic() - started, 3),
                   api_requests=client.requests - first)

@@ -132,6 +132,7 @@ def wait_detached(client: Client, node: str, timeout: float, skipped: Optional[I
                 recorder.record(state["nm"], DRAIN_ERROR, error[:1000])
             raise VolumesAttached(error, volumes={**result, "attached": state["held"], "waited": True,
                                                   "elapsed": round(time.monotonic() - started, 3)}) from None
+    guard.check(force=True)  # the run may have died during the wait's last stretch: then write nothing
     note("", force=True)
     if state["nm"] is not None:
         recorder.record(state["nm"], DRAIN, f"No volume attached to node {node} any more "

@@ -115,6 +115,9 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--world", type=int, metavar="N",
                         help="build a B5 world of N nodes and keep it; B5 uses a kept world of its size")
     parser.add_argument("--remove-worlds", action="store_true", help="remove the kept B5 worlds")
+    parser.add_argument("--role-var", action="append", default=[], metavar="NAME=VALUE",
+                        help="a role variable for this collection's rollouts (B4, B6), e.g. "
+                             "node_maintenance_settle_timeout=0 to measure without a wait; repeatable")
     args = parser.parse_args(argv)
     chosen = [s.upper() for s in args.scenarios] or list(SCENARIOS)
     unknown = [s for s in chosen if s not in SCENARIOS]
@@ -154,7 +157,8 @@ def main(argv: List[str]) -> int:
     if args.scale_inventory:
         sizes.scale_inventory = args.scale_inventory
     ctx = Context(client, tools, audit, sizes, workdir, time.monotonic() + args.minutes * 60, log,
-                  tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None)
+                  tools_asked=[t.strip() for t in args.tools.split(",")] if args.tools else None,
+                  role_vars=dict(v.split("=", 1) for v in args.role_var))
     if args.remove_worlds:
         for world, _meta in kept_worlds(ctx):
             log(f"removing the kept world {world.id} ({len(world.nodes)} nodes)")

@@ -73,6 +73,7 @@ class Context:
     deadline: float  # time.monotonic() after which no new run starts
     log: Callable[[str], None] = print
     tools_asked: Optional[List[str]] = None  # --tools: only these tools run (None: every one)
+    role_vars: Dict[str, str] = field(default_factory=dict)  # --role-var: the rollouts' inventory vars
 
     def skips(self, tool: str) -> bool:
         return self.tools_asked is not None and tool not in self.tools_asked
@@ -155,7 +156,8 @@ def write_inventory(ctx: Context, world: World, nodes: List[str], name: str) -> 
         "vars": {"ansible_connection": "local", "ansible_python_interpreter": ctx.tools.python,
                  # this world's own maintenance slots and etcd pods: the cluster is shared
                  "node_maintenance_slot_prefix": f"{world.id}-slot",
-                 "node_maintenance_etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}"},
+                 "node_maintenance_etcd_pod_selector": f"component=etcd,{WORLD_LABEL}={world.id}",
+                 **ctx.role_vars},
         "children": {"workers": {"hosts": {n: None for n in nodes}}}}}
     path = ctx.workdir / f"{name}-{world.id}.yml"
     path.write_text(yaml.safe_dump(inventory, sort_keys=False))

@@ -150,7 +150,7 @@ def main(argv: List[str]) -> int:
     sizes = Sizes.quick() if args.quick else Sizes()
     if args.scale:
         sizes.scale = [int(x) for x in args.scale.split(",") if x.strip()]
-    if args.scale_pods:
+    if args.scale_pods is not None:  # 0 is a size: B8 lists nodes without pods
         sizes.scale_pods = args.scale_pods
     if args.scale_repeat:
         sizes.scale_repeat = args.scale_repeat

@@ -4,4 +4,4 @@
 # write the run report without any configuration (docs/report.md). The plugin is the collection's.
 from __future__ import annotations
 
-from ansible_collections.nmo.maintenance.plugins.callback.nmo_report import DOCUMENTATION, CallbackModule  # noqa: F401
+from ansible_collections.nmo.maintenance.plugins.callback.nmo_report import DOCUMENTATION, CallbackModule  # noqa: F401  # pylint: disable=unused-import

@@ -3,18 +3,6 @@
 
 from __future__ import annotations
 
-import getpass
-import os
-import socket
-import time
-from pathlib import Path
-
-from ansible.plugins.callback import CallbackBase
-from ansible.utils.display import Display
-
-from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_model, report_reads, report_render
-
-display = Display()
 DOCUMENTATION = r"""
 name: nmo_report
 type: aggregate
@@ -32,6 +20,18 @@ notes:
     evicted pods' replacements landed and for the events of NodeMaintenances an earlier run began.
 """
 
+import getpass
+import os
+import socket
+import time
+from pathlib import Path
+
+from ansible.plugins.callback import CallbackBase
+from ansible.utils.display import Display
+
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_model, report_reads, report_render
+
+display = Display()
 CONNECTION_ARGS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
                    "client_key", "proxy")
 

@@ -78,7 +78,7 @@ options:
         NotReady, or in maintenance without a place of the domain (another run without this
         budget, Node Health Check's lease), counts against it, as Karpenter counts it.
       - While a budget holds the node, C(lastError), the C(BlockedByNodeHealthCheck) event and
-        RV(holders) name the budget, its domain and who holds its places (node, lease, run).
+        M(nmo.maintenance.nmo_lease)'s C(holders) name the budget, its domain and who holds its places (node, lease, run).
       - C(max) is a whole number from 1 to 1000 or a percentage from C(1%) to C(100%); the
         selector must parse and the key be a label key; any other key is refused, before anything
         is written.

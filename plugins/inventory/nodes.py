@@ -120,6 +120,7 @@ compose:
 groups:
   cordoned: nmo_unschedulable
 
+---
 # workers.nmo.yml: only the workers, through a token, cached for an hour
 plugin: nmo.maintenance.nodes
 label_selector: "!node-role.kubernetes.io/control-plane"

@@ -15,6 +15,7 @@ go out.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
@@ -174,7 +175,7 @@ def wait_seconds(value: Any, option: str) -> None:
             number = float(value.strip())
         except ValueError:
             number = None
-    if isinstance(number, bool) or not isinstance(number, (int, float)) or number != number:
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or math.isnan(number):
         raise InputError(f"{option}: {_shown(value)} is not a number of seconds (0 to {MAX_WAIT}, 0: no wait)")
     if not 0 <= number <= MAX_WAIT:
         raise InputError(f"{option}: {_shown(value)} must be between 0 (no wait) and {MAX_WAIT} seconds (a week)")

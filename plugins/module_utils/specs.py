@@ -131,6 +131,7 @@ def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
                     for name in sorted(flat)]
     return {**params, **merged}, warnings
 
+
 # The Alertmanager of the role's silences (nmo_run's heartbeat, nmo_silence; docs/design.md §17.2),
 # documented by the alertmanager doc fragment; its credentials are no_log.
 ALERTMANAGER_OPTIONS: Spec = {

@@ -116,7 +116,7 @@ options:
         it) and a C(Drain) event says so; at the timeout the module fails naming them.
       - V(0) does not wait (the role's C(node_maintenance_volume_detach_timeout) is on by default,
         600 s).
-      - In check mode, returns what would be waited for (RV(volumes.would_wait_for)).
+      - In check mode, returns what would be waited for (C(would_wait_for) in RV(volumes)).
     type: float
     default: 0
   settle:

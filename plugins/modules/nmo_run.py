@@ -94,6 +94,26 @@ options:
         type: list
         elements: dict
         default: []
+        suboptions:
+          url:
+            description: The webhook's URL (no_log, as a chat webhook's URL is its token).
+            type: str
+            required: true
+          kind:
+            description: What the URL takes.
+            type: str
+            choices: [slack, teams, webhook]
+            default: webhook
+          secret:
+            description: V(webhook) only. Signs each request with HMAC-SHA256 (M(nmo.maintenance.nmo_notify) says how).
+            type: str
+          ca_path:
+            description: CA bundle to verify an https URL with.
+            type: path
+          validate_certs:
+            description: Verify the server's certificate.
+            type: bool
+            default: true
       blocked_after:
         description: Seconds without progress before a node is said to be blocked; 0 or none tells nothing.
         type: int

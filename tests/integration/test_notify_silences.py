@@ -320,8 +320,8 @@ def test_a_killed_runs_silence_lapses_and_the_rerun_silences_the_node_again(clus
     assert again.proc.returncode == 0, again.output[-4000:]
     made = again.last("Silence | The node's alerts in Alertmanager (node_maintenance_alertmanager)")["result"]
     assert made["action"] == "created" and made["silence_id"] != silence_id, made
-    assert {s["id"]: s["status"]["state"] for s in alertmanager.of(w1)} == {silence_id: "expired",
-                                                                           made["silence_id"]: "expired"}
+    states = {s["id"]: s["status"]["state"] for s in alertmanager.of(w1)}
+    assert states == {silence_id: "expired", made["silence_id"]: "expired"}
     wait_clean(cluster.client, [w1])
 
 
@@ -351,8 +351,8 @@ def test_the_modules_alone_alertmanager_down_is_a_warning_and_no_secret_shows(cl
 
     hook = [{"kind": "webhook", "url": receiver.url("hook"), "secret": SECRET}]
     tasks = [
-        task("run", "nmo.maintenance.nmo_run", {"run_id": run_id, "mode": "standalone",
-                                               "notify": {"targets": hook, "blocked_after": 1, "timeout": 1}}),
+        task("run", "nmo.maintenance.nmo_run",
+             {"run_id": run_id, "mode": "standalone", "notify": {"targets": hook, "blocked_after": 1, "timeout": 1}}),
         task("down", silence, {"node": w1, "run_id": "t", "alertmanager": down}),
         task("down end", silence, {"node": w1, "state": "absent", "silence_id": "x", "alertmanager": down}),
         task("made", silence, {"node": w1, "run_id": "t", "alertmanager": up}, diff=True),

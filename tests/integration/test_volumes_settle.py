@@ -224,8 +224,8 @@ def test_volumes_then_work_then_settle_fails_the_run_then_a_killed_settle_is_res
         with NodeRecorder(cluster.client, world) as nodes:
             first = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
             try:
-                wait_for(lambda: "waiting for volumes to detach" in (nm_status(cluster, nm_name(w1)).get("lastError")
-                                                                          or ""), 120, "the volume wait of worker-01")
+                wait_for(lambda: "waiting for volumes to detach" in (nm_status(cluster, nm_name(w1)).get("lastError") or ""),
+                         120, "the volume wait of worker-01")
                 wait_for(lambda: f"{w1}: drainProgress 100%, 0 pending pod(s); last error: waiting for volumes to detach"
                          in first.output, 30, "the progress line naming the volume")
                 assert not Path(files["marker"]).exists(), "the work hook started while a volume was attached"

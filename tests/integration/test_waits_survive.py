@@ -197,4 +197,3 @@ def test_runs_killed_in_a_held_batch_then_in_the_volume_wait_resume_at_that_step
         assert len(hold) == 1 and times[hold[0]] <= times[osd[0]], times
     finally:
         clean_volumes(cluster, world)
-

@@ -38,8 +38,8 @@ def test_a_bad_order_or_key_is_refused(how, key):
 
 
 def test_the_roles_inputs_refuse_an_unknown_order_and_a_non_boolean_prefer():
-    problems, _ = role_inputs.check({}, {"node_maintenance_order": "random",
-                                         "node_maintenance_prefer_no_schedule": "maybe"})
+    problems, _messages = role_inputs.check({}, {"node_maintenance_order": "random",
+                                                 "node_maintenance_prefer_no_schedule": "maybe"})
     assert problems == ["node_maintenance_order: 'random' is not an order; give one of inventory, zone, oldest",
                         "node_maintenance_prefer_no_schedule: 'maybe' is not a boolean: give true or false"]
     assert role_inputs.check({}, {"node_maintenance_order": "zone",

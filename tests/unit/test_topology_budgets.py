@@ -98,7 +98,7 @@ def test_a_percentage_rounds_up_and_notready_or_busy_nodes_count() -> None:
 def test_places_left_for_disrupted_nodes_are_the_lowest_indexes() -> None:
     held = [place("f-2", "x")]
     plan = leases.plan_slot(held, "me", "f", 3, NOW, reserved=1)
-    assert [name for name, _ in plan.candidates] == ["f-0", "f-1"]
+    assert [name for name, _lease in plan.candidates] == ["f-0", "f-1"]
     assert leases.plan_slot(held, "me", "f", 3, NOW, reserved=2).blocked
     assert not leases.plan_slot([place("f-0", "me")], "me", "f", 1, NOW, reserved=0).blocked  # our own, resumed
 

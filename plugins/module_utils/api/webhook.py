@@ -142,4 +142,3 @@ def _cause(exc: BaseException) -> str:
     if isinstance(reason, ssl.SSLError) or "ssl" in name.lower() or "certificate" in text.lower():
         return "TLS failed (certificate not verified?)"
     return name
-

@@ -56,4 +56,4 @@ def ordered(names: List[str], labels: Dict[str, Dict[str, str]], created: Dict[s
 def domains(names: List[str], labels: Dict[str, Dict[str, str]], key: str = ZONE_KEY) -> List[str]:
     """The domains of ``names`` in the order they are taken ("" for the unlabelled)."""
     seen = {domain_of(labels.get(name) or {}, key) for name in names}
-    return [value for _, value in sorted(seen)]
+    return [value for _rank, value in sorted(seen)]

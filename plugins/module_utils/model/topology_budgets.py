@@ -35,7 +35,6 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from ..errors import InputError
 from . import validation
-from .leases import BUDGET_ANNOTATION  # noqa: F401  (the place's annotation: its budget and domain)
 from .marks import is_control_plane, is_ready
 from .selectors import Requirement, parse_selector
 

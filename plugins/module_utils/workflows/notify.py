@@ -88,7 +88,7 @@ def send(targets: List[Dict[str, Any]], event: str, run_id: str, node: Optional[
     details = {k: v for k, v in (details or {}).items() if v not in (None, "")}
     text = notify.message(event, run_id, node, details)  # refuses an unknown event before sending
     moment = now or utcnow()
-    outcomes: List[Dict[str, Any]] = [{} for _ in targets]
+    outcomes: List[Dict[str, Any]] = [{} for _target in targets]
 
     def one(index: int, target: Dict[str, Any]) -> None:
         raw, headers = notify.request_for(target, event, run_id, node, details, moment)

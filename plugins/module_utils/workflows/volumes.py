@@ -105,7 +105,7 @@ def wait_detached(client: Client, node: str, timeout: float, skipped: Optional[I
         if not force and now - state["at"] < STATUS_INTERVAL:
             return
         try:
-            state["nm"], _ = maintenance.update_status(client, state["nm"], {"lastError": text})
+            state["nm"], _changed = maintenance.update_status(client, state["nm"], {"lastError": text})
             state["written"], state["at"] = text, now
         except ApiError:  # progress must not stop the wait; the next tick writes again
             pass

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, wait_until
-from ..errors import NmoError, WaitTimeout
+from ..errors import ApiError, NmoError, WaitTimeout
 from ..model import settle as model
 from ..model import validation
 from ..stores.events import EventRecorder
@@ -79,6 +79,19 @@ def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[
 
 
 # -- after the end ---------------------------------------------------------------------------------
+def served(client: Client, path: str) -> bool:
+    """Whether the API server serves this collection (a 404 says the CRD is not installed). A
+    virt-launcher pod's VMI names its VirtualMachine, but a VMI may stand alone, and a cluster
+    may have KubeVirt's VMIs without its VirtualMachine CRD: then there is no VM to wait for."""
+    try:
+        list_objects(client, path, {"limit": 1})
+    except ApiError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
 class Waiting:
     """The live view of the snapshot's workloads and budgets; what is not whole, and why."""
 
@@ -86,14 +99,22 @@ class Waiting:
         self.client = client
         self.snap = snap
         self.watchers: Dict[Tuple[str, str], Watcher] = {}
+        self.unserved: set = set()  # (kind, namespace) whose API the cluster does not serve
         for w in snap.get("workloads") or []:
-            self.watchers.setdefault((w["kind"], w["namespace"]), Watcher(client, collection(w["kind"], w["namespace"])))
+            key = (w["kind"], w["namespace"])
+            if key in self.watchers or key in self.unserved:
+                continue
+            if w["kind"] == "VirtualMachine" and not served(client, collection(*key)):
+                self.unserved.add(key)  # a VMI without KubeVirt's VirtualMachine API: no VM to wait for
+                continue
+            self.watchers[key] = Watcher(client, collection(*key))
         for b in snap.get("budgets") or []:
             self.watchers.setdefault(("PodDisruptionBudget", b["namespace"]), Watcher(client, paths.pdbs(b["namespace"])))
         self.not_whole: List[Dict[str, Any]] = []
 
     def obj(self, kind: str, namespace: str, name: str) -> Optional[Dict[str, Any]]:
-        return self.watchers[(kind, namespace)].objects.get(f"{namespace}/{name}")
+        watcher = self.watchers.get((kind, namespace))
+        return watcher.objects.get(f"{namespace}/{name}") if watcher is not None else None
 
     def look(self) -> List[Dict[str, Any]]:
         out = []

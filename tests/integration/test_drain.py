@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
@@ -24,6 +25,15 @@ PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget.
 
 
 # -- helpers --------------------------------------------------------------------------------------
+def forced_closes(cluster: Any, resource: str, fields: str) -> int:
+    """How often kube-apiserver's watch cache closed a watch of ``resource`` with this field
+    selector because its reader fell behind (its log, at --v 1, names each one)."""
+    needle = f'fields: "{fields}"'
+    with open(Path(cluster.dir) / "kube-apiserver.log", errors="replace") as log:
+        return sum(1 for line in log if "watcher close due to unresponsiveness" in line
+                   and f"Forcing {resource}" in line and needle in line)
+
+
 def own_client(cluster: Any) -> Client:
     """A client of its own, so the drain's request count is the drain's alone."""
     return Client(cluster.client.configuration, pool_size=40)
@@ -381,12 +391,23 @@ def test_a_110_pod_node_drains_within_the_request_budget(cluster, world, crd_ins
     assert not result.get("failed"), result.get("msg")
     print(f"\n110-pod drain: {result['elapsed']:.2f} s, {result['api_requests']} API requests "
           f"({len(result['evicted'])} evictions, {result['eviction_retries']} retries, "
-          f"{result['status_writes']} status writes)")
+          f"{result['status_writes']} status writes): {result['api_requests_by']}")
     assert len(result["evicted"]) == 110 and pods_on(world, a) == []
-    # One request a pod plus a fixed few (node, NodeMaintenance, list, the pods' and the
-    # NodeMaintenance's watches, events, a watch reopened), retries of refused evictions, and
-    # status writes throttled to one a second: pods + 15 for a drain of up to ~10 s.
-    assert result["api_requests"] - result["status_writes"] - result["eviction_retries"] <= 110 + 8
+    # One request a pod plus a fixed few: the node, the NodeMaintenance, the list, an event and
+    # the three watches (pods, node, NodeMaintenance), retries of refused evictions, and status
+    # writes throttled to one a second. A watch is opened again only where the API server closed
+    # it: its watch cache drops a watcher that falls behind a burst of events (the 110 deletions,
+    # on a loaded machine), and logs it; each such close costs one request more.
+    by = result["api_requests_by"]
+    reopened = {"pods": forced_closes(cluster, "pods", f"spec.nodeName={a}"),
+                "nodes": forced_closes(cluster, "nodes", f"metadata.name={a}"),
+                "nodemaintenances": forced_closes(cluster, "nodemaintenances", f"metadata.name={name}")}
+    for resource, closes in reopened.items():
+        assert by.get(f"watch {resource}", 0) <= 1 + closes, (resource, closes, by)
+    assert by.get("create pods/eviction", 0) - result["eviction_retries"] == 110, by
+    assert by.get("list pods") == 1 and by.get("get nodes") == 1 and by.get("get nodemaintenances") == 1, by
+    fixed = result["api_requests"] - result["status_writes"] - result["eviction_retries"] - sum(reopened.values())
+    assert fixed <= 110 + 8, (reopened, by)
     assert result["status_writes"] <= result["elapsed"] + 2
     status = nm_status(cluster, name)
     assert status["phase"] == "Succeeded" and status["evictionPods"] == 110 and status["drainProgress"] == 100

@@ -12,8 +12,9 @@ import tempfile
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import yaml
 from helpers import ansible_env
@@ -28,6 +29,7 @@ NM_API = "/apis/nodemaintenance.medik8s.io/v1beta1/nodemaintenances"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/medik8s-leases/leases"
 DRAIN_TAINT = "medik8s.io/drain"
 LABEL = "remediation.medik8s.io/exclude-from-remediation"
+FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 
 
 # -- the least-privilege user -----------------------------------------------------------------
@@ -402,3 +404,77 @@ class Background:
             raise self.error
         assert self.result is not None
         return self.result
+
+
+# -- API Priority and Fairness throttling one user ------------------------------------------------
+@contextmanager
+def throttled(cluster: Any, user: str) -> Iterator[None]:
+    """A FlowSchema sending every request of ``user`` to a priority level of one seat that
+    rejects (429) what does not fit. A ballast level with many shares (matched by no one)
+    brings the nominal concurrency of ours down to that one seat; the admin and the
+    cluster's components (system:masters) stay exempt."""
+    tag = f"nmo-test-{uuid.uuid4().hex[:6]}"
+    levels = f"{FLOWCONTROL}/prioritylevelconfigurations"
+    made: List[str] = []
+
+    def level(name: str, shares: int) -> None:
+        cluster.client.post(levels, {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
+            "metadata": {"name": name},
+            "spec": {"type": "Limited", "limited": {
+                "nominalConcurrencyShares": shares, "lendablePercent": 0, "borrowingLimitPercent": 0,
+                "limitResponse": {"type": "Reject"}}}})
+        made.append(f"{levels}/{name}")
+
+    try:
+        level(f"{tag}-ballast", 3000)
+        level(tag, 1)
+        cluster.client.post(f"{FLOWCONTROL}/flowschemas", {
+            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": tag},
+            "spec": {"priorityLevelConfiguration": {"name": tag}, "matchingPrecedence": 100,
+                     "distinguisherMethod": {"type": "ByUser"},
+                     "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
+                                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                                                   "namespaces": ["*"], "clusterScope": True}],
+                                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
+        made.append(f"{FLOWCONTROL}/flowschemas/{tag}")
+
+        def in_effect() -> bool:
+            conditions = cluster.client.get(f"{FLOWCONTROL}/flowschemas/{tag}").get("status", {}).get("conditions") or []
+            return any(c.get("type") == "Dangling" and c.get("status") == "False" for c in conditions)
+        wait_for(in_effect, 30, f"FlowSchema {tag} in effect")
+        yield
+    finally:
+        for path in reversed(made):
+            cluster.client.delete(path)
+
+
+
+
+class Contention:
+    """A thread keeping the throttled user's one seat busy with reads of ``path`` (single
+    attempts, never retried, their 429s ignored), so that the requests of the code under test
+    meet a busy seat at any moment, not only during their own bursts."""
+
+    def __init__(self, kubeconfig: str, path: str) -> None:
+        from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
+
+        self.client = connect(ConnectionOptions(kubeconfig=kubeconfig), pool_size=1)
+        self.path = path
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def _read(self) -> None:
+        while not self.stop.is_set():
+            try:
+                self.client._send("GET", self.path, None, None, None, 10.0)
+            except Exception:  # a 429 is what this is for
+                pass
+
+    def __enter__(self) -> Contention:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop.set()
+        self.thread.join(15)

@@ -6,8 +6,6 @@ PodDisruptionBudget for what the API server did."""
 from __future__ import annotations
 
 import time
-import uuid
-from contextlib import contextmanager
 from typing import Any, Dict, Iterator, List
 
 import pytest
@@ -29,6 +27,7 @@ from .maintenance_support import (
     node_clean,
     slot_prefix,
     start_maintenance,
+    throttled,
     wait_clean,
     write_inventory,
 )
@@ -36,7 +35,6 @@ from .maintenance_support import (
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crd_installed")]
 
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget."
-FLOWCONTROL = "/apis/flowcontrol.apiserver.k8s.io/v1"
 
 
 @pytest.fixture
@@ -193,48 +191,6 @@ def test_end_through_ansible_outlives_an_api_server_restart(restarts, cluster, w
 
 
 # -- (c) API Priority and Fairness throttling the collection's user -----------------------------------------
-@contextmanager
-def throttled(cluster: Any, user: str) -> Iterator[None]:
-    """A FlowSchema sending every request of ``user`` to a priority level of one seat that
-    rejects (429) what does not fit. A ballast level with many shares (matched by no one)
-    brings the nominal concurrency of ours down to that one seat; the admin and the
-    cluster's components (system:masters) stay exempt."""
-    tag = f"nmo-test-{uuid.uuid4().hex[:6]}"
-    levels = f"{FLOWCONTROL}/prioritylevelconfigurations"
-    made: List[str] = []
-
-    def level(name: str, shares: int) -> None:
-        cluster.client.post(levels, {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "PriorityLevelConfiguration",
-            "metadata": {"name": name},
-            "spec": {"type": "Limited", "limited": {
-                "nominalConcurrencyShares": shares, "lendablePercent": 0, "borrowingLimitPercent": 0,
-                "limitResponse": {"type": "Reject"}}}})
-        made.append(f"{levels}/{name}")
-
-    try:
-        level(f"{tag}-ballast", 3000)
-        level(tag, 1)
-        cluster.client.post(f"{FLOWCONTROL}/flowschemas", {
-            "apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema", "metadata": {"name": tag},
-            "spec": {"priorityLevelConfiguration": {"name": tag}, "matchingPrecedence": 100,
-                     "distinguisherMethod": {"type": "ByUser"},
-                     "rules": [{"subjects": [{"kind": "User", "user": {"name": user}}],
-                                "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
-                                                   "namespaces": ["*"], "clusterScope": True}],
-                                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}})
-        made.append(f"{FLOWCONTROL}/flowschemas/{tag}")
-
-        def in_effect() -> bool:
-            conditions = cluster.client.get(f"{FLOWCONTROL}/flowschemas/{tag}").get("status", {}).get("conditions") or []
-            return any(c.get("type") == "Dangling" and c.get("status") == "False" for c in conditions)
-        wait_for(in_effect, 30, f"FlowSchema {tag} in effect")
-        yield
-    finally:
-        for path in reversed(made):
-            cluster.client.delete(path)
-
-
 def test_throttling_slows_the_drain_and_blames_no_budget(cluster, world, user):
     a, _b = world.add_nodes(workers=2)
     with world.only_schedulable(a):

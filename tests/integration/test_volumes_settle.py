@@ -21,7 +21,9 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model import settl
 from ansible_collections.nmo.maintenance.plugins.modules import nmo_drain, nmo_settle
 
 from .maintenance_support import (
+    AuditLog,
     Background,
+    Contention,
     NodeRecorder,
     Run,
     events_of,
@@ -30,6 +32,7 @@ from .maintenance_support import (
     nm_status,
     run,
     start_maintenance,
+    throttled,
     wait_run_gone,
     write_inventory,
 )
@@ -57,12 +60,14 @@ def attach(cluster: Any, world: Any, node: str, name: str, pv: str, handle: str)
 
 
 def detach(cluster: Any, world: Any, node: str, name: str, handle: str) -> float:
-    """The volume gone from the node; when (monotonic) the last of it went."""
+    """The volume gone from the node; when (monotonic) the request that removes the last of it
+    was about to be sent: a wait watching the node may see it before this request returns."""
     cluster.client.delete(f"{VAS}/{name}")
     attached = [v for v in world.node(node).get("status", {}).get("volumesAttached") or []
                 if not v["name"].endswith("^" + handle)]
+    sent_at = time.monotonic()
     cluster.client.patch(f"/api/v1/nodes/{node}/status", {"status": {"volumesAttached": attached or None}}, "merge")
-    return time.monotonic()
+    return sent_at
 
 
 def clean_volumes(cluster: Any, world: Any) -> None:
@@ -159,6 +164,69 @@ def test_the_volume_wait_holds_until_detached_names_them_and_survives_an_api_ser
     finally:
         clean_volumes(cluster, world)
         cluster.restart_controllers()
+
+
+def test_the_volume_wait_and_the_settle_under_throttling_finish_and_blame_nothing(cluster, world, user):
+    """API Priority and Fairness gives the collection's user one seat, kept busy by another
+    reader of theirs, and rejects (429) what does not fit: the drain's evictions, the volume
+    wait's and the settle's requests back off (Retry-After) and go on. The volume wait ends only
+    after the test detached the volume, the settle only after the evicted pods could be
+    scheduled again; no error is written anywhere. Which of the waits' requests were refused is
+    chance (printed); that the runs are refused and still right is not."""
+    world.add_nodes(workers=2)
+    w1, w2 = world.workers
+    client = connect(ConnectionOptions(kubeconfig=user.kubeconfig), pool_size=8)
+    try:
+        with world.only_schedulable(w1):
+            world.deployment("web", 3)
+        world.pdb("web", "web", max_unavailable=3)
+        attach(cluster, world, w1, f"va-data-{world.id}", f"pv-data-{world.id}", "h-data")
+        nm = start_maintenance(cluster, world, w1)
+        name = nm["metadata"]["name"]
+        world.cordon(w2)  # the evicted pods wait, Pending, until the test lets them go to w2
+        audit = AuditLog(cluster)
+        drain_args = params(nmo_drain.ARGUMENT_SPEC, node=w1, maintenance=name, settle=True,
+                            volume_detach_timeout=180, timeout=180)
+        noise = f"/api/v1/nodes/{w2}"
+
+        with throttled(cluster, user.name), Contention(user.kubeconfig, noise):
+            draining = Background(lambda: nmo_drain.core(client, drain_args))
+            wait_for(lambda: nm_status(cluster, name).get("lastError", "").startswith(
+                f"waiting for volumes to detach from node {w1}"), 120, "the volume wait under throttling")
+            assert draining.returned_at is None, "the drain ended while the volume was attached"
+            detached_at = detach(cluster, world, w1, f"va-data-{world.id}", "h-data")
+            drained = draining.join(120)
+            assert draining.returned_at >= detached_at
+
+            settling = Background(lambda: nmo_settle.core(client, params(nmo_settle.ARGUMENT_SPEC, node=w1,
+                                                                         timeout=180)))
+            wait_for(lambda: any(e["reason"] == "Settle" and e["message"].startswith("Waiting for")
+                                 for e in events_of(cluster.client, w1)), 120, "the settle's wait under throttling")
+            assert settling.returned_at is None, "the settle ended while no replacement was scheduled"
+            released_at = time.monotonic()
+            world.cordon(w2, on=False)
+            settled = settling.join(180)
+            assert settling.returned_at >= released_at
+
+        rejected = [e for e in audit.requests_of(user.name, code=429) if e["requestURI"] != noise]
+        kinds = sorted({(e["verb"], e.get("objectRef", {}).get("resource", "")) for e in rejected})
+        print(f"\nthrottled: {len(rejected)} requests answered 429 {kinds}; drain {drained['elapsed']} s "
+              f"({drained['api_requests']} requests), settle {settled['elapsed']} s ({settled['api_requests']} requests)")
+        assert rejected, "the FlowSchema throttled nothing: the test proves nothing"
+        assert len(drained["evicted"]) == 3 and drained["pending"] == [], drained
+        assert drained["volumes"]["waited"] and drained["volumes"]["attached"] == [], drained["volumes"]
+        assert settled["settled"] and settled["not_whole"] == [], settled
+        assert [w["name"] for w in settled["snapshot"]["workloads"]] == ["web"], settled["snapshot"]
+        status = nm_status(cluster, name)
+        assert (status["phase"], status["lastError"]) == ("Succeeded", ""), status
+        assert [e for e in events_of(cluster.client, name) if e["type"] == "Warning"] == []
+        assert [e for e in events_of(cluster.client, w1) if e["type"] == "Warning"] == []
+        marks = world.node(w1)["metadata"].get("annotations") or {}
+        assert settle_model.ANNOTATION not in marks, "the settle left its snapshot behind"
+        world.wait_pods_ready("app=web", 3)
+    finally:
+        world.cordon(w2, on=False)
+        clean_volumes(cluster, world)
 
 
 def test_bad_input_for_the_new_options_is_refused_before_anything_is_written(cluster, world, user, tmp_path):

@@ -449,8 +449,6 @@ def throttled(cluster: Any, user: str) -> Iterator[None]:
             cluster.client.delete(path)
 
 
-
-
 class Contention:
     """A thread keeping the throttled user's one seat busy with reads of ``path`` (single
     attempts, never retried, their 429s ignored), so that the requests of the code under test

@@ -11,11 +11,13 @@ synchronise: every wait is on a condition (a watch, a file a hook writes).
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Dict, Iterator, List, Set
 
 import pytest
-from helpers import run_playbook
+from helpers import run_module, run_playbook
 from topology import WORLD_LABEL, wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
@@ -47,6 +49,7 @@ from .maintenance_support import (
     wait_run_gone,
     write_inventory,
 )
+from .test_clock_skew import skewed
 
 pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("crd_installed")]
 ZONE = "topology.kubernetes.io/zone"
@@ -381,3 +384,60 @@ def test_bad_budgets_are_refused_before_any_write(cluster, world):
         assert result.get("failed") and said in result["msg"], (said, result.get("msg"))
     assert maintenance_of(cluster.client, node) is None, "nothing written"
     assert leases_naming(cluster.client, [node], slot_prefix(world)) == []
+
+
+# -- what the slots survive, the budgets survive: an API server restart, a skewed clock ------------------
+def test_a_zone_wait_outlives_an_api_server_restart_and_never_doubles_the_zone(cluster, world):
+    """kube-apiserver restarts while a2 waits behind a1's zone place: the wait's watch reopens,
+    no one takes the place in the gap, and a2 begins only once a1 ended."""
+    a1, a2 = zoned(world, {"a": 2})["a"]
+    try:
+        with live_run(cluster, f"r{world.id}") as run_id, PlaceRecorder(cluster, world) as recorder:
+            begin(cluster, world, a1, run_id, concurrency=4, budgets=ZONE_BUDGET)
+            waiting = Background(lambda: begin(cluster, world, a2, run_id, concurrency=4, budgets=ZONE_BUDGET,
+                                               wait=True, timeout=180))
+            wait_for(lambda: "place(s) are held" in ((maintenance.get(cluster.client, nm_name(a2)) or {}).get(
+                "status") or {}).get("lastError", ""), 30, f"{a2} Pending behind the zone budget")
+            cluster.restart("kube-apiserver")
+            assert waiting.returned_at is None, "the wait ended during the API server restart"
+            assert not budget_places(cluster, world, a2), f"{a2} took a place of a full zone after the restart"
+            ended_at = time.monotonic()
+            end(cluster, world, a1, run_id)
+            done = waiting.join(120)
+            assert waiting.returned_at >= ended_at
+            assert len(done["lease"]["places"]) == 1 and done["lease"]["waited"] > 0
+            end(cluster, world, a2, run_id)
+        zone = [h for h in recorder.history if any(a1 in holders or a2 in holders for holders in h.values())]
+        assert zone and all(len(holders) <= 1 for h in zone for holders in h.values()), recorder.history
+        assert any(a2 in holders for h in zone for holders in h.values()), "a2 never held its zone's place"
+    finally:
+        cluster.restart_controllers()
+    assert places(cluster, world) == {}
+
+
+@pytest.mark.parametrize("offset", ["-60s", "+60s"])
+def test_a_skewed_controller_respects_a_fresh_zone_place_and_writes_the_servers_time(cluster, world, offset):
+    """A zone place is a lease like a slot: a controller whose clock is a minute off neither
+    takes a fresh one for lapsed nor writes one that a controller on time takes for lapsed."""
+    a1, a2 = zoned(world, {"a": 2})["a"]
+    args = {"slot_prefix": slot_prefix(world), "duration": 30, "concurrency": 4, "budgets": ZONE_BUDGET}
+    held = run_module("nmo_lease", {**args, "node": a1}, cluster.kubeconfig)
+    assert not held.get("failed"), held.get("msg")
+
+    blocked = run_module("nmo_lease", {**args, "node": a2}, cluster.kubeconfig, env=skewed(offset))
+    assert blocked.get("failed") and "place(s) are held" in blocked["msg"], blocked
+    assert f"{ZONE}={world.id}-a" in blocked["msg"] and a1 in blocked["msg"], blocked["msg"]
+    assert not budget_places(cluster, world, a2)
+
+    released = run_module("nmo_lease", {**args, "node": a1, "state": "released"}, cluster.kubeconfig)
+    assert not released.get("failed"), released.get("msg")
+    taken = run_module("nmo_lease", {**args, "node": a2}, cluster.kubeconfig, env=skewed(offset))
+    assert not taken.get("failed"), taken.get("msg")
+    (place,) = budget_places(cluster, world, a2)
+    renewed = leases.parse_time(lease_store.read(cluster.client, NS, place)["spec"]["renewTime"])
+    now = cluster.client.server_now()
+    assert abs(renewed - now) < timedelta(seconds=3), f"{place} renewed at {renewed}, server time {now}"
+    again = run_module("nmo_lease", {**args, "node": a1}, cluster.kubeconfig)
+    assert again.get("failed") and "place(s) are held" in again["msg"], again
+    run_module("nmo_lease", {**args, "node": a2, "state": "released"}, cluster.kubeconfig)
+    assert places(cluster, world) == {}

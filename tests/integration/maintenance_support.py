@@ -20,6 +20,7 @@ import yaml
 from helpers import ansible_env
 from topology import WORLD_LABEL, pod_ready, wait_for
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import Watcher
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
@@ -202,10 +203,13 @@ class WatchRecorder(threading.Thread):
     def _look(self) -> None:
         raise NotImplementedError
 
+    def _saw(self, events: List[Any]) -> None:
+        """Each batch of events itself, before the look (what came and went within it)."""
+
     def run(self) -> None:
         self._look()
         while not self._done.is_set():
-            self.watcher.drain_events(0.2)
+            self._saw(self.watcher.drain_events(0.2))
             self._look()
 
     def __enter__(self) -> WatchRecorder:
@@ -455,8 +459,6 @@ class Contention:
     meet a busy seat at any moment, not only during their own bursts."""
 
     def __init__(self, kubeconfig: str, path: str) -> None:
-        from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
-
         self.client = connect(ConnectionOptions(kubeconfig=kubeconfig), pool_size=1)
         self.path = path
         self.stop = threading.Event()
@@ -465,7 +467,7 @@ class Contention:
     def _read(self) -> None:
         while not self.stop.is_set():
             try:
-                self.client._send("GET", self.path, None, None, None, 10.0)
+                self.client.request("GET", self.path, budget=0)  # one attempt: no retry
             except Exception:  # a 429 is what this is for
                 pass
 

@@ -66,13 +66,10 @@ class PodsSeen(WatchRecorder):
     def _look(self) -> None:
         self.names.update(o["metadata"]["name"] for o in list(self.watcher.objects.values()))
 
-    def run(self) -> None:
-        self._look()
-        while not self._done.is_set():
-            for etype, obj in self.watcher.drain_events(0.2):
-                for item in obj.get("items", []) if etype == "RESYNC" else [obj]:
-                    self.names.add(item.get("metadata", {}).get("name", ""))
-            self._look()
+    def _saw(self, events: List[Any]) -> None:
+        for etype, obj in events:
+            for item in obj.get("items", []) if etype == "RESYNC" else [obj]:
+                self.names.add(item.get("metadata", {}).get("name", ""))
 
 
 def own_client(cluster: Any) -> Client:

@@ -18,6 +18,10 @@ LABEL_ADDED = "nmo.maintenance/label-added"
 # someone else had put on. The end, a rollback and recover.yml leave those as they found them.
 CORDONED_BEFORE = "nmo.maintenance/cordoned-before"
 TAINTS_BEFORE = "nmo.maintenance/taints-before"
+# A node the rollout could not drain and, with node_maintenance_on_blocked: quarantine, left
+# cordoned out of the rollout (docs/design.md, the rollout scheduler): the label selects them
+# (status.yml, recover.yml), the annotation of the same key says what blocked the drain.
+QUARANTINED = "nmo.maintenance/quarantined"
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 

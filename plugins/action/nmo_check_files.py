@@ -10,6 +10,11 @@ include. It runs on the controller (where ``include_tasks`` reads the files), fi
 relative path where ``include_tasks`` would, and loads the tasks as the include would,
 without running them.
 
+With ``concurrency`` above 1 (the free strategy the maintenance playbook then runs its nodes
+with), a task of a file that bypasses the host loop (``ansible.builtin.pause``) is refused
+too (plugin_utils/host_loop.py): the free strategy would fail it only when it reaches it,
+in the work phase, after the node was drained.
+
 With ``inputs`` it also checks the role's variables as given (module_utils/role_inputs.py):
 the argument spec converts values only to validate them, so a list option given as a
 string would pass it and fail a loop on a node already cordoned.
@@ -25,13 +30,24 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import host_loop
 
 ARGUMENT_SPEC = {
     "files": {"type": "dict", "default": {}},
     "inputs": {"type": "dict"},
     "inputs_spec": {"type": "dict"},
+    "concurrency": {"type": "raw"},
 }
 ROLE_SPEC = os.path.join("meta", "argument_specs.yml")
+
+
+def _concurrency(value: Any) -> int:
+    """The concurrency as given (-e gives a string); one that is not a number is the input
+    check's to name, and checks nothing here."""
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return 1
 
 
 def _paths(value: Any) -> List[Any]:
@@ -52,6 +68,7 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         checked: List[Dict[str, Any]] = []
         problems: List[str] = []
+        concurrency = _concurrency(args.get("concurrency"))
         shapes: List[str] = []
         facts: Dict[str, Any] = {}
         if args.get("inputs") is not None:
@@ -64,7 +81,7 @@ class ActionModule(ActionBase):
                     problems.append(f"{option}: {given!r} is not a file name (give the path of a task file)")
                     continue
                 path = self._resolve(given)
-                tasks, reason = self._check(path)
+                tasks, reason, blocks = self._check(path)
                 entry = {"option": option, "given": given, "path": path}
                 if reason:
                     where = given if given == path else f"{given} (looked for {path})"
@@ -72,6 +89,11 @@ class ActionModule(ActionBase):
                     entry["problem"] = reason
                 else:
                     entry["tasks"] = tasks
+                    if concurrency > 1:
+                        refused = host_loop.bypassing(option, given, blocks)
+                        problems += [bypass.message(concurrency) for bypass in refused]
+                        if refused:
+                            entry["problem"] = "; ".join(f"task '{b.task}' bypasses the host loop" for b in refused)
                 checked.append(entry)
         result.update(changed=False, files=checked)
         what = "input check" if shapes else "task file check"
@@ -108,50 +130,52 @@ class ActionModule(ActionBase):
             return self._loader.path_dwim_relative(role._role_path, "tasks", given, is_role=True)
         return self._loader.path_dwim(given)
 
-    def _check(self, path: str) -> Tuple[int, Optional[str]]:
-        """(number of tasks, None) when the file would load as a task list; else (0, why not)."""
+    def _check(self, path: str) -> Tuple[int, Optional[str], List[Any]]:
+        """(number of tasks, None, the loaded blocks) when the file would load as a task list;
+        else (0, why not, [])."""
         if not os.path.lexists(path):
-            return 0, "not found"
+            return 0, "not found", []
         if not os.path.exists(path):
-            return 0, "a broken symbolic link"
+            return 0, "a broken symbolic link", []
         if os.path.isdir(path):
-            return 0, "a directory, not a task file"
+            return 0, "a directory, not a task file", []
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
         except OSError as exc:
-            return 0, f"cannot be read: {exc.strerror or exc}"
+            return 0, f"cannot be read: {exc.strerror or exc}", []
         if not raw.lstrip().startswith(b"$ANSIBLE_VAULT"):
             try:
                 raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return 0, f"is not UTF-8 text (byte {exc.start}), so not a YAML task file"
+                return 0, f"is not UTF-8 text (byte {exc.start}), so not a YAML task file", []
         try:
             data = self._loader.load_from_file(path, cache="none")
         except AnsibleError as exc:
-            return 0, "is not valid YAML: " + _first_lines(exc)
+            return 0, "is not valid YAML: " + _first_lines(exc), []
         except Exception as exc:  # pylint: disable=broad-except  # a loader error of any kind is the answer
-            return 0, f"cannot be loaded: {exc}"
+            return 0, f"cannot be loaded: {exc}", []
         if data is None:
-            return 0, None  # an empty file is an empty task list, as include_tasks reads it
+            return 0, None, []  # an empty file is an empty task list, as include_tasks reads it
         if not isinstance(data, list):
-            return 0, f"is YAML but not a task list (a {_kind(data)} at the top, a list of tasks is needed)"
+            return 0, f"is YAML but not a task list (a {_kind(data)} at the top, a list of tasks is needed)", []
         for index, item in enumerate(data, 1):
             if not isinstance(item, dict):
-                return 0, f"item {index} is a {_kind(item)}, not a task (a mapping: name, a module and its arguments)"
+                return (0, f"item {index} is a {_kind(item)}, not a task (a mapping: name, a module and its arguments)",
+                        [])
         try:
-            self._load_tasks(data)
+            blocks = self._load_tasks(data)
         except AnsibleError as exc:
-            return 0, "is not a valid task list: " + _first_lines(exc)
-        return len(data), None
+            return 0, "is not a valid task list: " + _first_lines(exc), []
+        return len(data), None, blocks
 
-    def _load_tasks(self, data: List[Any]) -> None:
+    def _load_tasks(self, data: List[Any]) -> List[Any]:
         """Load the tasks as include_tasks would (modules resolved, keywords checked), without running them."""
         from ansible.playbook.helpers import load_list_of_blocks
 
-        load_list_of_blocks(data, play=self._task.get_play() if hasattr(self._task, "get_play") else None,
-                            role=getattr(self._task, "_role", None), loader=self._loader,
-                            variable_manager=None)
+        play = self._task.get_play() if hasattr(self._task, "get_play") else None
+        return load_list_of_blocks(data, play=play, role=getattr(self._task, "_role", None), loader=self._loader,
+                                   variable_manager=None)
 
 
 def _first_lines(exc: Exception, limit: int = 4) -> str:

@@ -54,6 +54,20 @@ options:
         time zone.
       - Every problem is named with the variable and the type given, in one failure.
     type: dict
+  concurrency:
+    description:
+      - The C(node_maintenance_concurrency) the files will run at. Above 1 the maintenance
+        playbook runs its nodes with the free strategy, which fails a task whose action bypasses
+        the host loop (C(ansible.builtin.pause), C(ansible.builtin.add_host), any action plugin
+        that sets C(BYPASS_HOST_LOOP)) when it reaches it, on a node already drained; such a
+        task is then refused here, naming the file, the task, the module and what to use
+        instead (M(ansible.builtin.wait_for) with C(timeout) for a pause).
+      - Tasks are found through C(block), C(rescue) and C(always); an action is judged as the
+        strategy judges it (its action plugin's class attribute, found for the task's
+        C(collections)), or by ansible-core's names when the plugin loader cannot be asked.
+        Files a task includes at run time (C(include_tasks)) are not followed.
+      - Unset, 1, or not a number (the input check names that), nothing is refused for it.
+    type: raw
   inputs_spec:
     description:
       - The argument spec of O(inputs) (name to C(type), C(elements), and an optional C(hint)
@@ -100,7 +114,8 @@ files:
       description: How many tasks the file holds (when it loaded).
       type: int
     problem:
-      description: Why it would not load (when it did not).
+      description: Why it would not load (when it did not), or which of its tasks bypass the host loop
+        (above O(concurrency) 1).
       type: str
 inputs:
   description:

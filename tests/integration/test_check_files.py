@@ -14,21 +14,24 @@ from helpers import ansible_env
 GOOD = "- name: Replace the memory\n  ansible.builtin.debug:\n    msg: memory replaced\n"
 
 
-def check(tmp_path: Path, files: dict) -> dict:
+def check(tmp_path: Path, files: dict, *more: dict) -> dict:
+    """The check of ``files`` (and of each further set of arguments, ``more``), in one playbook
+    run: the result, or the list of results when there are several."""
     playbook = tmp_path / "play" / "check.yml"
     playbook.parent.mkdir(exist_ok=True)
-    show = {"content": "{{ checked | to_json }}", "dest": str(tmp_path / "result.json")}
-    playbook.write_text(yaml.safe_dump([{
-        "hosts": "localhost", "gather_facts": False,
-        "tasks": [
-            {"name": "Check", "nmo.maintenance.nmo_check_files": {"files": files}, "register": "checked",
-             "ignore_errors": True},
-            {"name": "Show", "ansible.builtin.copy": show},
-        ]}]))
+    calls = [{"files": files}, *more]
+    tasks = []
+    for i, args in enumerate(calls):
+        show = {"content": "{{ checked | to_json }}", "dest": str(tmp_path / f"result-{i}.json")}
+        tasks += [{"name": f"Check {i}", "nmo.maintenance.nmo_check_files": args, "register": "checked",
+                   "ignore_errors": True},
+                  {"name": f"Show {i}", "ansible.builtin.copy": show}]
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
     done = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), "-i", "localhost,",
                            "-c", "local"], capture_output=True, text=True, env=ansible_env(), timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    return json.loads((tmp_path / "result.json").read_text())
+    results = [json.loads((tmp_path / f"result-{i}.json").read_text()) for i in range(len(calls))]
+    return results if more else results[0]
 
 
 def test_every_kind_of_bad_file_is_named_with_its_reason(tmp_path):
@@ -78,3 +81,24 @@ def test_good_files_pass(tmp_path):
                               "node_maintenance_gate": str(tmp_path / "good.yml")})
     assert not result.get("failed") and not result["changed"], result
     assert result["msg"] == "2 task file(s) found and loaded"
+
+
+def test_a_pause_is_refused_above_concurrency_one_and_allowed_at_one(tmp_path):
+    """The free strategy (concurrency > 1) fails a task that bypasses the host loop when it
+    reaches it; the check refuses it before, naming the file, the task, the module and what to
+    use instead. At concurrency 1 (the linear strategy, where a pause works) it passes."""
+    hook = tmp_path / "flash.yml"
+    hook.write_text("- name: Flash\n  block:\n    - name: Let the firmware settle\n      ansible.builtin.pause:\n"
+                    "        seconds: 1\n  always:\n    - name: Wait right\n      ansible.builtin.wait_for:\n"
+                    "        timeout: 1\n")
+    files = {"node_maintenance_hooks_work": [str(hook)], "node_maintenance_gate": ""}
+    at_one, given_as_text, at_two = check(tmp_path, {**files}, {"files": files, "concurrency": 1},
+                                          {"files": files, "concurrency": "2"})
+    assert not at_one.get("failed") and not given_as_text.get("failed"), (at_one, given_as_text)
+    assert at_two["failed"] and at_two["problems"] == [
+        f"node_maintenance_hooks_work: {hook}: task 'Let the firmware settle' uses ansible.builtin.pause, which "
+        "bypasses Ansible's host loop: the free strategy that runs the nodes at node_maintenance_concurrency 2 "
+        "refuses it when it reaches the task, after the node was drained; use ansible.builtin.wait_for with timeout "
+        "instead (ansible.builtin.wait_for: {timeout: 60} waits 60 s on the node's host), or run at "
+        "node_maintenance_concurrency 1"], at_two
+    assert at_two["msg"].startswith("task file check failed, nothing was done to the node: ")

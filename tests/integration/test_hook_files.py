@@ -27,6 +27,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.stores.events impo
 from .maintenance_support import (
     LEASES,
     PLAYBOOKS,
+    AuditLog,
     events_of,
     leases_naming,
     maintenance_of,
@@ -197,3 +198,27 @@ def test_a_hook_with_an_unknown_module_is_refused_up_front(cluster, world, user,
     assert f"node_maintenance_hooks_work: {bad}: is not a valid task list: couldn't resolve module/action " \
            "'ansible.builtin.reboott'" in result.output, result.output[-3000:]
     assert maintenance_of(cluster.client, w1) is None and node_clean(cluster.client, w1) is None
+
+
+def test_a_pause_in_a_work_hook_is_refused_before_any_write_above_concurrency_one(cluster, world, user, tmp_path):
+    """Issue 32, item 4: the free strategy (concurrency 2) fails a pause when it reaches it, after
+    the drain. The check refuses it before the run starts (the pause inside a block's rescue,
+    spelled as ansible.legacy), naming the file, the task, the module and what to use instead;
+    the audit log shows that the run wrote nothing at all."""
+    w1, w2 = world.add_nodes(workers=2)
+    hook = tmp_path / "flash.yml"
+    hook.write_text("- name: Flash\n  block:\n    - name: Flash the firmware\n      ansible.builtin.debug:\n"
+                    "        msg: flashing\n  rescue:\n    - name: Let it cool down\n      ansible.legacy.pause:\n"
+                    "        seconds: 5\n")
+    audit = AuditLog(cluster)
+
+    result = run("maintenance.yml", write_inventory(world, tmp_path), user.kubeconfig, args=["-l", "workers"],
+                 extra_vars={"node_maintenance_concurrency": 2, "node_maintenance_hooks_work": [str(hook)]})
+
+    assert result.proc.returncode != 0, result.output[-3000:]
+    assert (f"node_maintenance_hooks_work: {hook}: task 'Let it cool down' uses ansible.legacy.pause, which bypasses "
+            "Ansible's host loop") in result.output, result.output[-3000:]
+    assert "use ansible.builtin.wait_for with timeout instead" in result.output
+    assert audit.settled().writes_of(user.name) == [], "the run wrote to the cluster before refusing"
+    for node in (w1, w2):
+        assert maintenance_of(cluster.client, node) is None and node_clean(cluster.client, node) is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: nmo_recover
-short_description: End the maintenance of named nodes, or of every node this collection left behind
+short_description: End the maintenance of named nodes, or every maintenance of ours no live run holds
 version_added: "0.2.0"
 description:
   - What C(playbooks/recover.yml) does, in one call. For each node, the end of its maintenance as
@@ -13,15 +13,27 @@ description:
     (uncordon, remove the label and the maintenance taints, release our node lease and slot, delete the
     NodeMaintenance), leaving alone what was not ours (a cordon, a label or a C(medik8s.io/drain) taint
     the node had before, as the begin recorded on the node).
-  - With O(nodes), those nodes whatever state they are in (a run that was killed, a Failed one); a name
-    may be a NodeMaintenance's instead of its node's. A name the cluster has neither as a node nor as a
-    NodeMaintenance is reported in RV(unknown) and the others are still recovered; the module then fails
-    naming it.
-  - Without O(nodes), every node this collection left behind without a NodeMaintenance (which would
-    mean a run is under way), that is a node that carries our marks (the annotations
-    C(nmo.maintenance/maintained-by) or C(nmo.maintenance/label-added)), our node lease (C(node-<node>)
-    held by C(nmo.maintenance)) or a lease it holds (a slot); and every node that was deleted while its
-    NodeMaintenance is held by no live run. A node cordoned or labelled by someone else is left alone.
+  - Which nodes are ended, and which are left and why, is one rule (C(module_utils/model/recovery.py)).
+    A NodeMaintenance held by a live run (its run lease is being renewed) is that run's, never ended
+    here. Everything else of this collection is. A node that carries the begin's marks
+    (C(nmo.maintenance/maintained-by)) gets the end (uncordoned, untainted, unlabelled, but what it
+    had before the begin stays, as the begin recorded it). A NodeMaintenance or leases of ours on a
+    node the begin never marked (a begin that waited for a place) are released, the node left as it
+    is.
+  - Without O(nodes), every maintenance of this collection that no live run holds (a C(Failed)
+    NodeMaintenance, a C(Pending) or C(Running) one of a run that is gone, our marks or leases
+    without a NodeMaintenance, a deleted node's NodeMaintenance). It lists each node it leaves and
+    why in RV(kept) and RV(said) (held by a live run; quarantined with C(nmo.maintenance/quarantined),
+    which only a name lifts; a NodeMaintenance that names no run of this collection, made outside
+    C(maintenance.yml)). A node cordoned or labelled by someone else is not looked at.
+  - With O(nodes), those nodes whatever the phase of their NodeMaintenance (a name may be a
+    NodeMaintenance's instead of its node's); a node held by a live run fails the module, naming that
+    run. A quarantined node's quarantine is lifted (its label and annotation removed with the end's
+    patch, the node uncordoned unless it was cordoned before the maintenance began). A node with no
+    maintenance of ours (no NodeMaintenance, no mark, no lease of ours) is left as it is, and said so
+    in RV(said), also when its cordon is one an administrator set before a maintenance whose end kept
+    it. A name the cluster has neither as a node nor as a NodeMaintenance is reported in RV(unknown)
+    and the others are still recovered; the module then fails naming it.
   - Slots. With O(slot_prefix), the node's slots of that prefix are released; without it, every
     maintenance slot the node holds (found by the collection's slot label,
     C(app.kubernetes.io/component=maintenance-slot)), whatever its prefix.
@@ -69,8 +81,20 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+said:
+  description: One line a node looked at, what was done (or, in check mode, would be) or why it was left,
+    as C(node-x) followed by C(no maintenance of nmo.maintenance, left as it is).
+  returned: always
+  type: list
+  elements: str
+kept:
+  description: The nodes left, each with C(node) and C(why) (the line of RV(said)).
+  returned: always
+  type: list
+  elements: dict
 recovered:
-  description: The nodes whose maintenance was ended (or, in check mode, would be).
+  description: The nodes whose maintenance was ended, released or lifted from quarantine (or, in check
+    mode, would be).
   returned: always
   type: list
   elements: str

@@ -84,3 +84,15 @@ def test_the_end_removes_a_waiting_taint_in_its_one_patch():
     wanted = marks.end_wanted(node, KEY)
     assert {"key": "nmo.maintenance/waiting", "effect": "PreferNoSchedule"} in wanted.remove
     assert plan(node, wanted).after["taints"] == [], "the maintenance and the waiting taint go"
+
+
+def test_the_end_lifting_a_quarantine_removes_its_label_and_annotation_in_the_same_patch():
+    notes = {marks.MAINTAINED_BY: "r1", marks.CORDONED_BEFORE: "true", marks.QUARANTINED: "drain blocked"}
+    node = {"metadata": {"annotations": notes, "labels": {marks.QUARANTINED: "true", KEY: "true"}},
+            "spec": {"unschedulable": True}}
+    lifted = {marks.QUARANTINED: None}
+    wanted = marks.end_wanted(node, KEY, dict(lifted), dict(lifted))
+    assert wanted.labels == {marks.QUARANTINED: None}, "the label was there before us: it stays"
+    assert wanted.annotations[marks.QUARANTINED] is None and wanted.annotations[marks.MAINTAINED_BY] is None
+    assert wanted.unschedulable is None, "cordoned before the maintenance: the cordon stays"
+    assert marks.QUARANTINED not in marks.end_wanted(node, KEY).labels, "the end alone leaves a quarantine"

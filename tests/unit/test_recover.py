@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
-from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import MAINTAINED_BY
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import recover
 
 
@@ -17,24 +16,6 @@ def report(node: str = "w1", lease_list: List[Dict[str, Any]] = (), **extra: Any
 
 def lease(name: str, holder: str, slot: bool = False) -> Dict[str, Any]:
     return {"name": name, "holder": holder, "slot": slot}
-
-
-def test_a_node_with_our_node_lease_or_a_slot_or_our_mark_is_left_behind():
-    assert recover.left_behind(report(lease_list=[lease(leases.node_lease_name("w1"), leases.HOLDER)]))
-    assert recover.left_behind(report(lease_list=[lease(leases.slot_name("any", 0), "w1", slot=True)]))
-    assert recover.left_behind(report(annotations={MAINTAINED_BY: "run-1"}))
-
-
-def test_a_node_of_someone_else_or_under_a_run_is_not():
-    assert not recover.left_behind(report(lease_list=[lease(leases.node_lease_name("w1"), leases.NMO_HOLDER)]))
-    assert not recover.left_behind(report(unschedulable=True))
-    under_way = report(maintenance={"name": "maintenance-w1"}, annotations={MAINTAINED_BY: "run-1"})
-    assert not recover.left_behind(under_way)
-
-
-def test_a_deleted_node_is_left_behind_unless_a_live_run_holds_it():
-    assert recover.left_behind(report(node_deleted=True, maintenance={"name": "m"}, run={"id": "r", "alive": False}))
-    assert not recover.left_behind(report(node_deleted=True, maintenance={"name": "m"}, run={"id": "r", "alive": True}))
 
 
 def test_a_slots_prefix_is_the_one_it_was_named_with():

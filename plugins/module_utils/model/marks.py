@@ -109,12 +109,15 @@ def begin_wanted(node: Dict[str, Any], label_key: str, run_id: str = "") -> Want
 
 
 def end_wanted(node: Dict[str, Any], label_key: str,
-               annotations: Optional[Dict[str, Optional[str]]] = None) -> Wanted:
+               annotations: Optional[Dict[str, Optional[str]]] = None,
+               labels: Optional[Dict[str, Optional[str]]] = None) -> Wanted:
     """The end's node (and a rollback's): uncordoned, untainted, our label and marks gone; but
     a cordon and maintenance taints the node had before the begin stay (kured's semantics: a
-    node cordoned before stays cordoned after)."""
+    node cordoned before stays cordoned after). ``labels``: more labels set or removed in the
+    same patch (recover.yml removes the quarantine's)."""
     cordoned, kept = found_before(node)
     wanted = cordon_wanted(node, False, label_key, True, annotations)
+    wanted.labels.update(labels or {})
     if cordoned:  # left as it is, and with it the unschedulable taint that follows the cordon
         wanted.unschedulable = None
         kept = kept + [UNSCHEDULABLE_TAINT]

@@ -52,6 +52,7 @@ class Options:
     install_crd: bool = False
     label_key: str = EXCLUDE_FROM_REMEDIATION
     annotations: Optional[Dict[str, Optional[str]]] = None
+    labels: Optional[Dict[str, Optional[str]]] = None  # the end: node labels set (None: removed) in its patch
     end_events: List[Dict[str, Any]] = field(default_factory=list)
     run_id: str = ""
     mode: str = operator.STANDALONE  # operator: NMO does the node's work (operator.py)
@@ -169,17 +170,18 @@ def record_on(client: Client, recorder: events.EventRecorder, nm: Dict[str, Any]
 def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedulable: bool, label_key: str,
            label: bool, maintenance_name: Optional[str] = None,
            annotations: Optional[Dict[str, Optional[str]]] = None, remove_taints: bool = False,
-           node: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+           node: Optional[Dict[str, Any]] = None, labels: Optional[Dict[str, Optional[str]]] = None
+           ) -> Dict[str, Any]:
     """Cordon (with a Cordon event on the NodeMaintenance) or uncordon (UncordonNode on the
     Node), the mirror taint with it, in one patch (model/node_state.py).
 
     Uncordoning removes the label only when it is ours to remove (``ours_to_unlabel``), and
     forgets the marks the begin recorded; with ``remove_taints`` (the end, a rollback) the
-    maintenance taints go in the same patch.
+    maintenance taints go in the same patch, and ``labels`` (recover lifting a quarantine).
     """
     def want(read: Dict[str, Any]) -> Wanted:
         if remove_taints:
-            return end_wanted(read, label_key, annotations)
+            return end_wanted(read, label_key, annotations, labels)
         return cordon_wanted(read, unschedulable, label_key, label, annotations)
 
     done = nodes.apply(client, name, want, node=node)
@@ -443,7 +445,7 @@ def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, re
                ) -> Dict[str, Any]:
     if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
         return cordon(client, recorder, opts.node, False, opts.label_key, True,
-                      annotations=opts.annotations, remove_taints="taints" in reached)
+                      annotations=opts.annotations, remove_taints="taints" in reached, labels=opts.labels)
 
     # begin never cordoned it: only the taints it put on, if any, and the annotations asked for
     def untaint(read: Dict[str, Any]) -> Wanted:

@@ -6,9 +6,11 @@ name's prefix checked by ``leases.slot_index``) and the node marks' (``marks.MAI
 ``marks.LABEL_ADDED``); the end is the role's own (``lifecycle.end``), and a slot of another
 prefix is released as ``nmo_lease state=released`` releases it (``disruption.release``).
 
-A node is left behind when it has no NodeMaintenance (one would mean a run is under way) and
-carries a mark of ours, our node lease or a lease it holds (a slot); or when it was deleted
-and its NodeMaintenance is held by no live run. A named node is recovered whatever its state.
+Which nodes are ended, released, lifted from quarantine or left (and why) is one pure rule,
+``model/recovery.choose``: without names, every maintenance of ours that no live run holds
+(a Failed NodeMaintenance, a Pending or Running one of a run that is gone, our marks or
+leases without one); named, the same whatever the phase, but never a node with nothing of
+ours on it. Each node gets one line (``said``) saying what was done or why it was left.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from typing import Any, Dict, List, Optional
 
 from ..api.client import Client
 from ..errors import NmoError
-from ..model import leases
-from ..model.marks import EXCLUDE_FROM_REMEDIATION, LABEL_ADDED, MAINTAINED_BY
+from ..model import leases, recovery
+from ..model.marks import EXCLUDE_FROM_REMEDIATION, QUARANTINED
 from . import disruption, info, lifecycle, waiting
 
 Report = Dict[str, Any]
+# what lifting a quarantine removes with the end's patch (model/marks.py's QUARANTINED)
+LIFTED: Dict[str, Optional[str]] = {QUARANTINED: None}
 
 
 @dataclass
@@ -45,16 +49,6 @@ def our_node_lease(report: Report, lease: Dict[str, Any]) -> bool:
 
 def our_slot(report: Report, lease: Dict[str, Any]) -> bool:
     return bool(lease.get("slot")) and lease["holder"] == report["node"]
-
-
-def left_behind(report: Report) -> bool:
-    if report.get("node_deleted") and not (report.get("run") or {}).get("alive"):
-        return True
-    if report["maintenance"]:
-        return False
-    marked = MAINTAINED_BY in report["annotations"] or LABEL_ADDED in report["annotations"]
-    return marked or any(our_node_lease(report, lease) or lease["holder"] == report["node"]
-                         for lease in report["leases"])
 
 
 def slot_prefix_of(name: str) -> Optional[str]:
@@ -98,24 +92,39 @@ def message(unknown: List[str], failed: List[Dict[str, str]], failed_slots: List
     return "".join(parts).strip()
 
 
+def end_one(client: Client, opts: RecoverOptions, choice: recovery.Choice, ended_prefix: str) -> Dict[str, Any]:
+    """Carry out one node's choice: the end (lifting a quarantine in the same patch), or only
+    the release of its NodeMaintenance and leases, the node left as it is."""
+    lift = choice.action == recovery.LIFT
+    end_opts = lifecycle.Options(node=choice.node, lease=disruption.Request(node=choice.node, slot_prefix=ended_prefix),
+                                 label_key=opts.label_key, annotations=dict(LIFTED) if lift else None,
+                                 labels=dict(LIFTED) if lift else None)
+    if choice.action == recovery.RELEASE:
+        return lifecycle.rollback(client, end_opts, ["maintenance", "lease"], keep_record=False)
+    return lifecycle.end(client, end_opts)
+
+
 def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
     """End each chosen node's maintenance, release its slots of other prefixes, then (unless in
     a dry run) read what is left of ours on them."""
-    reports = info.describe(client, label_key=opts.label_key, events_limit=0, only=opts.nodes)
+    reports = info.describe(client, label_key=opts.label_key, events_limit=0, only=opts.nodes,
+                            keep_labels=(QUARANTINED,))
     unknown = info.missing(opts.nodes, reports)
-    if opts.nodes is None:
-        reports = [r for r in reports if info.in_maintenance(r) and left_behind(r)]
-    chosen = [r["node"] for r in reports]
+    named = opts.nodes is not None
+    choices = [c for c in (recovery.choose(r, named) for r in reports if named or info.in_maintenance(r)) if c]
+    acted = [c for c in choices if c.action != recovery.LEAVE]
+    reports = [r for r in reports if r["node"] in {c.node for c in acted}]
+    chosen = [c.node for c in acted]
     ended_prefix = opts.slot_prefix or leases.SLOT_PREFIX
     ends: Dict[str, Dict[str, Any]] = {}
     failed: List[Dict[str, str]] = []
-    for node in chosen:
-        end_opts = lifecycle.Options(node=node, lease=disruption.Request(node=node, slot_prefix=ended_prefix),
-                                     label_key=opts.label_key)
+    said: List[str] = []
+    for choice in acted:
         try:
-            ends[node] = lifecycle.end(client, end_opts)
+            ends[choice.node] = end_one(client, opts, choice, ended_prefix)
+            said.append(recovery.said(choice, ends[choice.node], client.dry_run))
         except NmoError as exc:
-            failed.append({"node": node, "msg": exc.message})
+            failed.append({"node": choice.node, "msg": exc.message})
     released: List[Dict[str, Any]] = []
     failed_slots: List[Dict[str, str]] = []
     if opts.slot_prefix is None:  # a prefix given says which slots to release: only those
@@ -131,17 +140,21 @@ def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
     except NmoError as exc:
         untainted = []
         failed.append({"node": "(waiting taints)", "msg": exc.message})
+    kept = [{"node": c.node, "why": c.why} for c in choices if c.action == recovery.LEAVE]
+    said += [c.why + ("; the waiting taint of a run that is gone removed" if c.node in untainted else "")
+             for c in choices if c.action == recovery.LEAVE]
     left: List[str] = []
     if not client.dry_run and chosen:
         left = [text for r in info.describe(client, label_key=opts.label_key, events_limit=0, only=chosen)
                 for text in still_held(r)]
-    others = [kept["lease"] for result in ends.values() for kept in result.get("not_released") or []]
+    others = [kept_lease["lease"] for result in ends.values() for kept_lease in result.get("not_released") or []]
     result: Dict[str, Any] = {
         "changed": (any(r.get("changed") for r in ends.values()) or any(s["changed"] for s in released)
                     or bool(untainted)),
         "waiting_untainted": untainted,
         "recovered": chosen, "unknown": unknown, "ended": ends, "failed_nodes": failed,
         "released_slots": released, "failed_slots": failed_slots, "left": left, "others": others,
+        "kept": kept, "said": said,
         "warnings": [w for r in ends.values() for w in r.get("warnings") or []],
         "diff": [{**r["diff"], "before_header": node, "after_header": node}
                  for node, r in ends.items() if r.get("diff")]}

@@ -33,6 +33,7 @@ from ..model.marks import (
     marking,
 )
 from ..model.node_state import Wanted
+from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from ..model.taints import MAINTENANCE_TAINTS
 from ..stores import crd, events, maintenance, nodes
 from ..stores import leases as lease_store
@@ -389,6 +390,9 @@ def rollback(client: Client, opts: Options, reached: List[str], keep_record: boo
                 "events": [], "warnings": [], "diff": {"before": {}, "after": {}}}
     if opts.mode == operator.OPERATOR:
         return end_with_operator(client, opts)
+    # the drain's settle snapshot (docs/design.md §4.9.1) is for a node that ends: one rolled
+    # back goes without it, in the same patch
+    opts = replace(opts, annotations={**(opts.annotations or {}), SETTLE_SNAPSHOT: None})
     return _undo(client, opts, tuple(reached), keep_record)
 
 

@@ -20,6 +20,7 @@ from ..api.client import Client
 from ..errors import NmoError
 from ..model import leases
 from ..model.marks import EXCLUDE_FROM_REMEDIATION, LABEL_ADDED, MAINTAINED_BY
+from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from . import disruption, info, lifecycle, waiting
 
 Report = Dict[str, Any]
@@ -111,7 +112,7 @@ def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
     failed: List[Dict[str, str]] = []
     for node in chosen:
         end_opts = lifecycle.Options(node=node, lease=disruption.Request(node=node, slot_prefix=ended_prefix),
-                                     label_key=opts.label_key)
+                                     label_key=opts.label_key, annotations={SETTLE_SNAPSHOT: None})
         try:
             ends[node] = lifecycle.end(client, end_opts)
         except NmoError as exc:

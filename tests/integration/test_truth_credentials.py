@@ -18,9 +18,22 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from helpers import run_module
 from topology import wait_for
 
-from .maintenance_support import LEASES, RBAC, RBAC_API, ROLES, Run, wait_clean, write_inventory
+from .maintenance_support import (
+    LEASES,
+    NM_API,
+    RBAC,
+    RBAC_API,
+    ROLES,
+    RestrictedUser,
+    Run,
+    run_tasks,
+    wait_clean,
+    wait_run_gone,
+    write_inventory,
+)
 
 pytestmark = [pytest.mark.cluster]
 
@@ -92,7 +105,7 @@ def stale_run_lease(cluster: Any, name: str) -> None:
                  "acquireTime": "2026-01-01T00:00:00.000000Z", "renewTime": "2026-01-01T00:00:00.000000Z"}})
 
 
-def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluster, world, tmp_path):
+def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluster, world, crd_installed, tmp_path):
     (node,) = world.add_nodes(workers=1)
     account = f"nmo-exec-{world.id}"
     service_account(cluster, account)
@@ -112,7 +125,7 @@ def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluste
         start = playbook.last(START)
         assert start is not None, playbook.output[-3000:]
         heartbeat = start["result"]["heartbeat_pid"]
-        assert start["result"]["removed_run_leases"] == [gone], start["result"]
+        assert gone in start["result"]["removed_run_leases"], start["result"]
         run_lease = f"{LEASES}/nmo-run-{start['result']['run']}"
         # every token handed out so far is revoked: the account is made again with a new uid
         cluster.client.delete(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}")
@@ -127,6 +140,8 @@ def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluste
                  "the heartbeat to renew the run lease with the new token")
         (tmp_path / "release").touch()
         assert playbook.wait(600) == 0, playbook.output[-4000:]
+        # the heartbeat deletes the run lease once ansible-playbook is gone (with the account's token)
+        wait_run_gone(cluster.client, start["result"]["run"], 60)
     finally:
         if playbook.proc.poll() is None:
             playbook.kill()
@@ -146,7 +161,74 @@ def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluste
     for pid, times in by_pid.items():
         early = [b for a, b in zip(times, times[1:]) if b - a < LIFE - 10 and not a < revoked < b]
         assert not early, f"process {pid} ran the plugin again within its credential's life: {times}"
-    beats = by_pid[heartbeat]
-    refetch = [b for a, b in zip(beats, beats[1:]) if a < revoked < b]
-    assert refetch and refetch[0] - beats[0] < LIFE - 10, \
-        f"the heartbeat did not run the plugin again on a 401, within the credential's life: {beats}"
+    # The heartbeat starts with the credential of the process it was forked from (nmo_run's,
+    # obtained at the earliest at the run's first plugin run); it ran the plugin after the
+    # revocation while that credential was still within its life: because of the 401.
+    first = min(r["at"] for r in runs)
+    refetch = [at for at in by_pid.get(heartbeat, []) if at > revoked]
+    assert refetch and refetch[0] - first < LIFE - 10, \
+        f"the heartbeat did not run the plugin again on a 401, within the credential's life: {runs}"
+
+
+def test_a_heartbeat_that_cannot_renew_says_why_and_the_failure_that_follows_names_it(cluster, world, crd_installed,
+                                                                                     tmp_path):
+    """The run's user may read leases but no longer write them (403) while the node waits in a
+    task: the heartbeat says so in the NodeMaintenance, the next module warns on the console,
+    and once the run lease has lapsed the module that finds it says why."""
+    (node,) = world.add_nodes(workers=1)
+    run_id = f"t{world.id}-hb"
+    # the role's Ready step: a read-only wait that asks the run's guard (run lease, node lease, slot)
+    ready = {"node": node, "wait_ready": True, "ready_timeout": 60, "run_id": run_id, "held_leases": "all",
+             "events_limit": 0}
+    tasks = [
+        {"name": "start", "nmo.maintenance.nmo_run": {"run_id": run_id}},
+        {"name": "begin", "nmo.maintenance.nmo_maintenance": {"node": node, "run_id": run_id, "wait": True,
+                                                              "slot_prefix": f"t{world.id}-slot"}},
+        {"name": "started", "ansible.builtin.copy": {"dest": str(tmp_path / "started"), "content": "x"}},
+        {"name": "hold", "ansible.builtin.wait_for": {"path": str(tmp_path / "release-1"), "timeout": 300}},
+        {"name": "look", "nmo.maintenance.nmo_info": ready},
+        {"name": "hold again", "ansible.builtin.wait_for": {"path": str(tmp_path / "release-2"), "timeout": 300}},
+        {"name": "look again", "nmo.maintenance.nmo_info": ready, "ignore_errors": True}]
+    readers = f"{RBAC_API}/namespaces/medik8s-leases/roles"
+    with RestrictedUser(cluster, tmp_path) as user:
+        cluster.client.post(readers, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                                      "metadata": {"name": f"{user.name}-read"},
+                                      "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                                 "verbs": ["get", "list", "watch"]}]})
+        user._bind(f"{RBAC_API}/namespaces/medik8s-leases/rolebindings", f"{user.name}-read", "Role",
+                   f"{user.name}-read", [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}])
+        playbook = run_tasks(tmp_path, "held", tasks, user.kubeconfig)
+        try:
+            wait_for(lambda: (tmp_path / "started").exists() or playbook.proc.poll() is not None, 180,
+                     "the run holding its node")
+            begun = playbook.last("begin")
+            assert begun and not begun["result"].get("failed"), playbook.output[-3000:]
+            nm = begun["result"]["maintenance"]["name"]
+            cluster.client.delete(user.bindings[1])  # the shipped Role on medik8s-leases: reads only, from now
+            wait_for(lambda: not user.can("update", "leases", "medik8s-leases"), 30, "the lease writes revoked")
+            wait_for(lambda: "it is forbidden (403)" in (cluster.client.get(f"{NM_API}/{nm}").get("status") or {})
+                     .get("lastError", ""), 60, "the heartbeat to say why it cannot renew, in the NodeMaintenance")
+            said = cluster.client.get(f"{NM_API}/{nm}")["status"]["lastError"]
+            assert said.startswith(f"run {run_id}: the run's heartbeat cannot renew the run's leases since "), said
+            (tmp_path / "release-1").touch()
+            wait_for(lambda: playbook.last("look") is not None, 120, "the next module of the run")
+            looked = playbook.last("look")["result"]
+            assert not looked.get("failed"), looked.get("msg")
+            assert any("the run's heartbeat cannot renew the run's leases since" in w and "it is forbidden (403)" in w
+                       for w in looked.get("warnings", [])), looked.get("warnings")
+            # the run lease lapses (as it would 60 s after its last renewal)
+            lease = f"{LEASES}/nmo-run-{run_id}"
+            cluster.client.patch(lease, {"spec": {"renewTime": "2026-01-01T00:00:00.000000Z"}}, "merge")
+            (tmp_path / "release-2").touch()
+            playbook.wait(180)
+            stopped = playbook.last("look again")["result"]
+            assert stopped.get("failed") and f"its run lease medik8s-leases/nmo-run-{run_id} is gone or expired " \
+                "(the run's heartbeat cannot renew the run's leases since" in stopped["msg"], stopped.get("msg")
+            assert "it is forbidden (403)" in stopped["msg"] and "the controller died" not in stopped["msg"]
+        finally:
+            if playbook.proc.poll() is None:
+                playbook.kill()
+            playbook.close()
+            cluster.client.delete(f"{readers}/{user.name}-read")
+    recovered = run_module("nmo_recover", {"nodes": [node]}, cluster.kubeconfig)
+    assert not recovered.get("failed"), recovered.get("msg")

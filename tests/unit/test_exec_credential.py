@@ -108,7 +108,7 @@ def test_a_credential_within_five_minutes_of_expiry_is_kept_until_its_own_expiry
     script = plugin(tmp_path, lives=120)  # the kubernetes package took this for expired already
     server.accepted.add("token-1")
     client = connect(ConnectionOptions(kubeconfig=kubeconfig(tmp_path, server.url, exec_user(script))))
-    for _ in range(20):
+    for _request in range(20):
         client.get("/version")
     assert runs(tmp_path) == 1, "the plugin ran more than once in its credential's life"
     info = json.loads((tmp_path / "runs.log").read_text().splitlines()[0])

@@ -116,6 +116,16 @@ def test_a_credential_within_five_minutes_of_expiry_is_kept_until_its_own_expiry
                     "spec": {"interactive": False}}
 
 
+def test_a_plugin_that_asks_for_cluster_info_is_given_the_server(tmp_path, server):
+    script = plugin(tmp_path, lives=900)
+    server.accepted.add("token-1")
+    user = exec_user(script)
+    user["exec"]["provideClusterInfo"] = True
+    connect(ConnectionOptions(kubeconfig=kubeconfig(tmp_path, server.url, user))).get("/version")
+    info = json.loads((tmp_path / "runs.log").read_text().splitlines()[0])
+    assert info["spec"]["cluster"] == {"server": server.url, "insecure-skip-tls-verify": False}
+
+
 def test_an_expiring_credential_is_obtained_again_a_few_seconds_before_its_expiry(tmp_path, server):
     script = plugin(tmp_path, lives=exec_credential.EXPIRY_MARGIN + 2)
     server.accepted.update({"token-1", "token-2"})

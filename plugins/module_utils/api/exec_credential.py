@@ -78,18 +78,20 @@ def parse(output: str, command: str) -> Credential:
     return Credential(token, cert.encode() if cert else None, key.encode() if key else None, expires)
 
 
-def _env(spec: Dict[str, Any]) -> Dict[str, str]:
+def _env(spec: Dict[str, Any], cluster: Optional[Dict[str, Any]] = None) -> Dict[str, str]:
     env = dict(os.environ)
     for entry in spec.get("env") or []:
         if isinstance(entry, dict) and entry.get("name"):
             env[str(entry["name"])] = str(entry.get("value", ""))
-    info = {"apiVersion": spec.get("apiVersion") or API_VERSIONS[0], "kind": "ExecCredential",
-            "spec": {"interactive": False}}
+    info: Dict[str, Any] = {"apiVersion": spec.get("apiVersion") or API_VERSIONS[0], "kind": "ExecCredential",
+                            "spec": {"interactive": False}}
+    if spec.get("provideClusterInfo") and cluster is not None:
+        info["spec"]["cluster"] = cluster
     env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
     return env
 
 
-def run_plugin(spec: Dict[str, Any], base: str) -> Credential:
+def run_plugin(spec: Dict[str, Any], base: str, cluster: Optional[Dict[str, Any]] = None) -> Credential:
     """Run the plugin once (never interactively: Ansible's workers have no terminal)."""
     command = spec.get("command")
     if not command:
@@ -102,7 +104,7 @@ def run_plugin(spec: Dict[str, Any], base: str) -> Credential:
         command = os.path.join(base, command)
     argv = [command, *[str(a) for a in spec.get("args") or []]]
     try:
-        done = subprocess.run(argv, env=_env(spec), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        done = subprocess.run(argv, env=_env(spec, cluster), stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=RUN_TIMEOUT, check=False)
     except FileNotFoundError:
         hint = spec.get("installHint")
@@ -123,17 +125,17 @@ def key_of(spec: Dict[str, Any], server: str) -> str:
 
 
 def obtain(spec: Dict[str, Any], server: str, base: str, refused: Optional[Credential] = None,
-           now: Callable[[], float] = time.time,
-           runner: Callable[[Dict[str, Any], str], Credential] = run_plugin) -> Credential:
+           now: Callable[[], float] = time.time, cluster: Optional[Dict[str, Any]] = None) -> Credential:
     """The plugin's credential for this server: the cached one while it is fresh, else a new
     run. ``refused``: the credential the API server just answered 401 to; the plugin runs
-    again unless another thread already replaced it."""
+    again unless another thread already replaced it. ``cluster``: what a plugin with
+    ``provideClusterInfo`` is told of the cluster (server, CA data, TLS verification)."""
     key = key_of(spec, server)
     with _lock:
         cached = _cache.get(key)
         if cached is not None and cached is not refused and cached.fresh(now()):
             return cached
-        credential = runner(spec, base)
+        credential = run_plugin(spec, base, cluster)
         _cache[key] = credential
         return credential
 

@@ -155,11 +155,16 @@ def use_exec_plugin(cfg: Configuration, spec: Dict[str, Any], base: str) -> None
     request), obtained again at once by ``renew`` after a 401."""
     held: Dict[str, Optional[exec_credential.Credential]] = {"credential": None}
     command, how = exec_credential.described(spec)
+    cluster: Dict[str, Any] = {"server": cfg.host, "insecure-skip-tls-verify": not cfg.verify_ssl}
+    if cfg.ssl_ca_data is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(cfg.ssl_ca_data).decode()
+    if cfg.tls_server_name:
+        cluster["tls-server-name"] = cfg.tls_server_name
 
     def apply(refused: bool = False) -> None:
         try:
             credential = exec_credential.obtain(spec, cfg.host, base,
-                                                refused=held["credential"] if refused else None)
+                                                refused=held["credential"] if refused else None, cluster=cluster)
         except exec_credential.ExecError as exc:
             raise ConnectionConfigError(f"cannot obtain the credentials of user {cfg.user}: {exc}") from None
         if credential is held["credential"]:

@@ -72,7 +72,10 @@ def taint_keys(cluster, node: str):
 def test_a_failed_work_hook_keeps_the_node_out_of_service_and_says_where_it_is(cluster, world, user, tmp_path):
     w1, w2 = world.add_nodes(workers=2)
     world.deployment("web", 2)
-    world.deployment("pinned", 1, pod_extra={"nodeSelector": {"kubernetes.io/hostname": w1}})  # w1 has a pod to drain
+    # w1 surely has a pod to drain, whose replacement may go to w2 (the pre-flight finds it room)
+    world.deployment("pinned", 1, pod_extra={"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [w1]}]}}]}}})
     inventory = write_inventory(world, tmp_path)
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
                  extra_vars={"node_maintenance_hooks_work": [failing_flash(tmp_path)]})

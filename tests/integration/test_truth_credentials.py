@@ -170,8 +170,8 @@ def test_a_revoked_exec_token_is_fetched_again_and_the_long_hook_finishes(cluste
         f"the heartbeat did not run the plugin again on a 401, within the credential's life: {runs}"
 
 
-def test_a_heartbeat_that_cannot_renew_says_why_and_the_failure_that_follows_names_it(cluster, world, crd_installed,
-                                                                                     tmp_path):
+def test_a_heartbeat_that_cannot_renew_says_why_and_the_failure_that_follows_names_it(
+        cluster, world, crd_installed, tmp_path):
     """The run's user may read leases but no longer write them (403) while the node waits in a
     task: the heartbeat says so in the NodeMaintenance, the next module warns on the console,
     and once the run lease has lapsed the module that finds it says why."""

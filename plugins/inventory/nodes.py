@@ -21,7 +21,7 @@ description:
     C(nmo_unschedulable), C(nmo_ready), C(nmo_addresses) (by type) and C(nmo_kubelet_version)."
   - The configuration file's name must end in C(.nmo.yml) or C(.nmo.yaml).
   - Connects as the collection's modules do, with the same options and C(K8S_AUTH_*) variables
-    (the C(kubernetes) package is needed only for kubeconfigs with exec plugins or auth providers).
+    (the C(kubernetes) package is needed only for kubeconfigs with auth providers).
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:

@@ -44,6 +44,8 @@ class ApiError(NmoError):
         self.body = body or {}
         self.retry_after: Optional[float] = None  # the server's Retry-After header, seconds
         self.attempts = 1  # how many times the request was sent (retry.call sets it)
+        self.method = method
+        self.path = path
 
 
 class Unreachable(ApiError):
@@ -70,6 +72,21 @@ class TlsVerifyError(ApiError):
         self.message = text + (f". {hint}" if hint else "")
         self.verify_reason = reason
         self.ca_source = ca_source
+
+
+class CredentialsRefused(ApiError):
+    """401 from the API server after the client obtained its credentials again (or could
+    not): the message names the user whose credentials were refused and how they were
+    obtained again. Final: asking again sends the same credentials."""
+
+    def __init__(self, refused: ApiError, user: str, renewed: str) -> None:
+        super().__init__(refused.status, refused.reason, refused.server_message, body=refused.body)
+        again = f", also after {renewed}" if renewed else ""
+        where = f" ({refused.method} {refused.path})" if refused.method else ""
+        self.message = (f"the credentials of user {user} were refused (401 {refused.reason or 'Unauthorized'}"
+                        f"{again}){where}: give credentials the API server accepts (a valid token, "
+                        "client certificate or exec plugin in the kubeconfig)")
+        self.user = user
 
 
 class NotFound(ApiError):

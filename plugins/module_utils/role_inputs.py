@@ -65,6 +65,16 @@ def _shown(value: Any, option: Optional[Dict[str, Any]] = None) -> str:
     return text if len(text) <= 60 else text[:50] + "...'"
 
 
+def path_list_hint(value: str) -> str:
+    """How to give a list of files that came as a string: one file, or the list of its lines
+    (a YAML block scalar, or a list written inside a string, ``- a.yml``, for several files)."""
+    lines = [line.strip().removeprefix("- ").strip() for line in value.splitlines()]
+    lines = [line for line in lines if line]
+    if len(lines) > 1:
+        return f" (for these {len(lines)} files, one a line: {lines!r})"
+    return f" (for one file: [{value!r}])"
+
+
 def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
     """Every value whose shape is not its option's: the container types, as given, unconverted."""
     found: List[str] = []
@@ -77,7 +87,7 @@ def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
             continue  # unset: the default applies (null is the default of the options that allow it)
         if wanted == "list":
             if not isinstance(value, (list, tuple)):
-                hint = (f" (for one file: [{value!r}])" if isinstance(value, str) and option.get("elements") == "path"
+                hint = (path_list_hint(value) if isinstance(value, str) and option.get("elements") == "path"
                         else f" ({option['hint']})" if option.get("hint") else "")
                 found.append(f"{name}: {kind(value)} was given ({_shown(value)}), a list is needed{hint}")
                 continue

@@ -24,8 +24,8 @@ description:
     own slot and lease.
   - While blocked, the node's NodeMaintenance (when there is one) stays C(Pending), with
     C(lastError) and a Warning event C(BlockedByNodeHealthCheck) naming the holder, or
-    C(EtcdQuorumNotMaintained) with C(etcd quorum is not maintained when node X is
-    remediated). When acquired, a C(LeaseAcquired) event.
+    C(EtcdQuorumNotMaintained) with C(etcd quorum would not be kept while node X is
+    in maintenance). When acquired, a C(LeaseAcquired) event.
   - O(state=released) deletes the node lease and the node's slots and budget places, each
     only when held by us; a lease held by anyone else is left in place and reported.
   - Topology budgets (O(budgets)) and the control plane's own limit

@@ -382,7 +382,8 @@ def core(client, params):
                              annotations=params["annotations"], end_events=params["events"],
                              run_id=params["run_id"] or "", mode=params["mode"] or operator.STANDALONE,
                              held_leases=params["held_leases"])
-    if params["mode"] is None and opts.run_id:
+    nothing_written = params["state"] == "failed" and params["reached"] == []
+    if params["mode"] is None and opts.run_id and not nothing_written:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode
         mode, crd_checked = run_start.run_facts(client, opts.run_id)
         # the run's start checked the CRD: each begin need not read it again

@@ -74,6 +74,32 @@ options:
     description: How many nodes are out at once (the role's C(node_maintenance_concurrency)).
     type: int
     default: 1
+  maintenance_names:
+    description:
+      - The NodeMaintenance name of each node that does not take the default C(maintenance-<node>)
+        (the role's C(node_maintenance_name)), keyed by node. The names the begin would make are judged
+        as the begin judges them; an empty value means the default name.
+    type: dict
+  etcd_guard:
+    description:
+      - The etcd quorum guard that the begin applies to control-plane nodes (as in M(nmo.maintenance.nmo_maintenance)).
+        A node that can never pass it (the only etcd member) is V(no-go); one that must wait for another
+        member, V(warn). V(none) skips it.
+    type: str
+    choices: [auto, kubeadm, openshift, none]
+    default: auto
+  etcd_pod_selector:
+    description: Label selector of the etcd pods (kubeadm flavour).
+    type: str
+    default: component=etcd
+  etcd_pod_namespace:
+    description: Namespace of the etcd pods (kubeadm flavour).
+    type: str
+    default: kube-system
+  etcd_guard_namespace:
+    description: Namespace of the OpenShift etcd guard PodDisruptionBudget.
+    type: str
+    default: openshift-etcd
 """
 
 EXAMPLES = r"""
@@ -181,6 +207,8 @@ def core(client, params):
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "concurrency": {"type": "int", "default": 1},
+    "maintenance_names": {"type": "dict"},
+    **{k: v for k, v in specs.LEASE.items() if k.startswith("etcd_")},
     **specs.DRAIN_OPTION,
     **specs.FLAT_DRAIN}
 

@@ -153,6 +153,12 @@ heartbeat_pid:
   description: The heartbeat process (0 in check mode).
   returned: state=started
   type: int
+removed_run_leases:
+  description:
+    - The run leases of runs that are gone (lapsed, not deleted by their heartbeat) that the start removed, by name.
+  returned: state=started, not in check mode
+  type: list
+  elements: str
 mode:
   description: The mode of the run, V(standalone) or V(operator).
   returned: state=started

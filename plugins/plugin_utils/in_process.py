@@ -16,7 +16,7 @@ The module is shipped instead when the environment variable NMO_MAINTENANCE_IN_P
 false, when the task does not run on the controller, when this ansible-core lacks what the
 in-process path needs (``capabilities.probe``, checked once when the plugin is loaded; one
 warning for the run names what is missing), or when the controller's Python lacks what the
-module needs (a failed import, or the ``kubernetes`` package for an exec-plugin kubeconfig):
+module needs (a failed import, or the ``kubernetes`` package for an auth-provider kubeconfig):
 then the inventory's interpreter may have it. Nothing this file imports unconditionally is
 outside ansible-core's stable surface, so loading the action never fails.
 

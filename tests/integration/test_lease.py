@@ -307,7 +307,7 @@ def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world
     world.etcd_members(ready={cp[0]: False})
     nm, _changed = maintenance.ensure(cluster.client, cp[1])
     name = nm["metadata"]["name"]
-    message = f"etcd quorum is not maintained when node {cp[1]} is remediated"
+    message = f"etcd quorum would not be kept while node {cp[1]} is in maintenance"
 
     run = run_tasks(tmp_path, "cp1", [{"name": "acquire", "nmo.maintenance.nmo_lease": {
         **args(world, cp[1]), "wait": True, "timeout": 90}}], cluster.kubeconfig)
@@ -332,7 +332,7 @@ def test_etcd_member_down_blocks_a_second_until_it_is_ready_again(cluster, world
     # cp[1] now holds its lease: a third one would leave 1 of 3 healthy; no wait: fails at once
     res = run_module("nmo_lease", args(world, cp[2], concurrency=3), cluster.kubeconfig)
     assert res.get("failed")
-    assert res["msg"].startswith(f"etcd quorum is not maintained when node {cp[2]} is remediated")
+    assert res["msg"].startswith(f"etcd quorum would not be kept while node {cp[2]} is in maintenance")
     assert cp[1] in res["msg"] and res["etcd"]["quorum"] == 2
     assert lease_of(cluster.client, f"node-{cp[2]}") is None
 
@@ -342,8 +342,8 @@ def test_single_control_plane_is_refused(cluster, world):
     world.etcd_members()
     nm, _changed = maintenance.ensure(cluster.client, cp)
     res = run_module("nmo_lease", args(world, cp, wait=True, timeout=60), cluster.kubeconfig)
-    assert res.get("failed") and "can never lose one" in res["msg"]  # refused, not waited for
-    assert res["msg"].startswith(f"etcd quorum is not maintained when node {cp} is remediated")
+    assert res.get("failed") and "can never be maintained under this guard" in res["msg"]  # refused, not waited for
+    assert res["msg"].startswith(f"etcd quorum would not be kept while node {cp} is in maintenance")
     assert res["etcd"]["members"] == 1 and res["etcd"]["quorum"] == 1
     assert events_of(cluster.client, nm["metadata"]["name"], "EtcdQuorumNotMaintained")
     assert lease_of(cluster.client, f"node-{cp}") is None and slots(cluster.client, world) == {}
@@ -379,10 +379,10 @@ def test_openshift_guard_pdb(cluster, world):
     nm, _changed = maintenance.ensure(cluster.client, cp[1])
     res = run_module("nmo_lease", args(world, cp[1], **guard), cluster.kubeconfig)
     assert res.get("failed")
-    assert res["msg"].startswith(f"etcd quorum is not maintained when node {cp[1]} is remediated")
+    assert res["msg"].startswith(f"etcd quorum would not be kept while node {cp[1]} is in maintenance")
     assert "etcd-guard-pdb allows 0" in res["msg"]
     assert [e["message"] for e in events_of(cluster.client, nm["metadata"]["name"], "EtcdQuorumNotMaintained")] == [
-        f"etcd quorum is not maintained when node {cp[1]} is remediated"]
+        f"etcd quorum would not be kept while node {cp[1]} is in maintenance"]
 
     # the node whose guard pod is already down is already disrupted: it may go
     res = run_module("nmo_lease", args(world, cp[0], **guard), cluster.kubeconfig)

@@ -108,7 +108,7 @@ def test_control_plane_waits_for_etcd_quorum_then_goes_on_by_itself(cluster, wor
     with NodeRecorder(cluster.client, world) as nodes:
         playbook = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "control_plane"])
         try:
-            blocked = f"etcd quorum is not maintained when node {cp2} is remediated"
+            blocked = f"etcd quorum would not be kept while node {cp2} is in maintenance"
             wait_for(lambda: any(blocked in (e.get("message") or "") for e in events_of(cluster.client, nm_name(cp2))),
                      240, "cp-02 to wait for etcd quorum")
             waiting = maintenance_of(cluster.client, cp2)

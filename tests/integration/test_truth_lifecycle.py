@@ -9,6 +9,7 @@ against the cluster afterwards.
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -56,6 +57,13 @@ def last_line(result, node: str) -> str:
     return next(r["result"]["msg"] for r in stopped if r["host"] == node)
 
 
+SETTLE = "nmo.maintenance/settle"  # the drain's snapshot of what must be whole again (model/settle.py)
+
+
+def annotations_of(cluster, node: str):
+    return cluster.client.get(f"/api/v1/nodes/{node}")["metadata"].get("annotations") or {}
+
+
 def taint_keys(cluster, node: str):
     return [t["key"] for t in cluster.client.get(f"/api/v1/nodes/{node}")["spec"].get("taints") or []]
 
@@ -64,6 +72,10 @@ def taint_keys(cluster, node: str):
 def test_a_failed_work_hook_keeps_the_node_out_of_service_and_says_where_it_is(cluster, world, user, tmp_path):
     w1, w2 = world.add_nodes(workers=2)
     world.deployment("web", 2)
+    # w1 surely has a pod to drain, whose replacement may go to w2 (the pre-flight finds it room)
+    world.deployment("pinned", 1, pod_extra={"affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "preference": {"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [w1]}]}}]}}})
     inventory = write_inventory(world, tmp_path)
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"],
                  extra_vars={"node_maintenance_hooks_work": [failing_flash(tmp_path)]})
@@ -91,12 +103,20 @@ def test_a_failed_work_hook_keeps_the_node_out_of_service_and_says_where_it_is(c
     recorded = result.task("Failed | Record it on the NodeMaintenance, then roll back or keep")[0]["result"]
     assert recorded["kept"] and recorded["phase"] == "work" and recorded["policy"] == "auto"
 
+    # recover.yml ends it and leaves none of our marks, the drain's settle snapshot included
+    assert SETTLE in annotations_of(cluster, w1), "the drain of w1 wrote no settle snapshot: nothing to test"
+    recovered = run("recover.yml", inventory, user.kubeconfig, extra_vars={"nmo_nodes": w1})
+    assert recovered.proc.returncode == 0, recovered.output[-3000:]
+    assert SETTLE not in annotations_of(cluster, w1), "recover.yml left the settle snapshot"
+
 
 def test_a_failed_drain_is_rolled_back_as_before(cluster, world, user, tmp_path):
     (w1,) = world.add_nodes(workers=1)
     world.vm("vm-pinned", node=w1)  # its PDB never lets it go
+    world.deployment("pinned", 1, pod_extra={"nodeSelector": {"kubernetes.io/hostname": w1}})  # one the drain evicts
     inventory = write_inventory(world, tmp_path, node_maintenance_preflight="warn",
                                 node_maintenance_drain_timeout=3)
+    audit = AuditLog(cluster)
     result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w1],
                  extra_vars={"node_maintenance_hooks_work": [failing_flash(tmp_path)]})
     assert result.proc.returncode != 0
@@ -108,6 +128,10 @@ def test_a_failed_drain_is_rolled_back_as_before(cluster, world, user, tmp_path)
     assert "It was rolled back (policy auto: it failed in the drain phase, before its work began): " \
            "the node is back in service" in said, said
     assert "Now: schedulable, no maintenance taint" in said, said
+    # the drain wrote its settle snapshot on the node; the rollback took it away with our other marks
+    written = [e for e in audit.settled().writes_of(user.name, "nodes") if SETTLE in json.dumps(e.get("requestObject"))]
+    assert written, "the drain wrote no settle snapshot: nothing to test"
+    assert SETTLE not in annotations_of(cluster, w1), "the rollback left the settle snapshot"
 
 
 def test_a_gate_that_never_passes_keeps_the_node_out(cluster, world, user, tmp_path):

@@ -31,7 +31,7 @@ def test_all_healthy_three_members_allow_one():
 def test_one_member_not_ready_blocks_a_second():
     v = etcd_guard.kubeadm_verdict("cp-1", members(3, not_ready=[0]), set())
     assert not v.allowed and not v.never
-    assert v.reason.startswith("etcd quorum is not maintained when node cp-1 is remediated")
+    assert v.reason.startswith("etcd quorum would not be kept while node cp-1 is in maintenance")
     assert "cp-0 (etcd pod etcd-cp-0 not Ready)" in v.reason
     assert v.healthy == 2
 
@@ -54,7 +54,7 @@ def test_five_members_tolerate_two_down_in_total():
 def test_one_or_two_members_are_refused_for_good(n):
     v = etcd_guard.kubeadm_verdict("cp-0", members(n), set())
     assert not v.allowed and v.never
-    assert "can never lose one" in v.reason
+    assert "can never be maintained under this guard" in v.reason
 
 
 def test_node_without_a_member_only_needs_the_others():
@@ -92,7 +92,7 @@ def test_openshift_pdb_allowing_a_disruption_allows():
 
 def test_openshift_pdb_at_zero_blocks_a_healthy_node():
     v = etcd_guard.openshift_verdict("cp-0", [pdb(0)], GUARDS, set())
-    assert not v.allowed and v.reason.startswith("etcd quorum is not maintained when node cp-0 is remediated")
+    assert not v.allowed and v.reason.startswith("etcd quorum would not be kept while node cp-0 is in maintenance")
 
 
 @pytest.mark.parametrize("status, allowed", [("False", True), ("Unknown", False), ("True", False)])

@@ -47,10 +47,11 @@ def test_inline_data_and_token_and_context(tmp_path):
     assert other.cert_file is None and other.key_file is None
 
 
-def test_exec_plugins_are_left_to_the_kubernetes_package(tmp_path):
-    path = write(tmp_path, {"main": {"exec": {"command": "get-token", "apiVersion": "client.authentication.k8s.io/v1"}}})
-    with pytest.raises(kubeconfig.Unsupported):
+def test_auth_providers_are_left_to_the_kubernetes_package_naming_the_user(tmp_path):
+    path = write(tmp_path, {"main": {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}}})
+    with pytest.raises(kubeconfig.Unsupported) as raised:
         kubeconfig.from_kubeconfig(path)
+    assert raised.value.user == f"'main' (context 'main' of the kubeconfig {path})"
 
 
 def test_unknown_context_is_a_clear_error(tmp_path):

@@ -204,3 +204,46 @@ def test_the_reasons_name_every_node_that_is_not_a_plain_go_with_all_its_reasons
     assert pf.reasons([go, blocked, warned, migrating]) == {
         "node-b (no-go)": ["b1", "b2", "w1"], "node-c (warn)": ["w2"], "node-d (go (migrate))": ["vm pod"]}
     assert pf.reasons([go]) == {}
+
+
+def test_the_names_the_begin_would_refuse_are_blockers_with_the_given_name_honoured() -> None:
+    long = ".".join(["n" * 62] * 4)[:250]
+    report = pf.NodeReport(long)
+    pf.judge_names(report, None)
+    assert [b.split(":")[0] for b in report.blockers] == ["its NodeMaintenance cannot be made",
+                                                          "its node lease cannot be made"]
+    assert "would be 262 characters" in report.blockers[0] and "would be 255 characters" in report.blockers[1]
+    assert report.blockers[0].endswith("(the begin refuses it before any write)")
+    given = pf.NodeReport(long)
+    pf.judge_names(given, "fw-2026")
+    assert len(given.blockers) == 1 and "maintenance-" not in given.blockers[0]
+    fine = pf.NodeReport("w1")
+    pf.judge_names(fine, None)
+    assert fine.blockers == []
+
+
+@pytest.mark.parametrize("status, said", [("False", "is NotReady (its Ready condition is False)"),
+                                          ("Unknown", "is unreachable (its Ready condition is Unknown"),
+                                          (None, "is not Ready (it has no Ready condition")])
+def test_a_node_that_is_not_ready_is_a_no_go_or_a_warning_with_skip_wait(status: Optional[str], said: str) -> None:
+    down = node("w1")
+    down["status"]["conditions"] = [{"type": "Ready", "status": status}] if status else []
+    report = pf.NodeReport("w1")
+    pf.judge_readiness(report, down, 0)
+    assert report.verdict == pf.NO_GO and said in report.blockers[0]
+    assert "evictions there wait for a kubelet that is not there" in report.blockers[0]
+    lenient = pf.NodeReport("w1")
+    pf.judge_readiness(lenient, down, 30)
+    assert lenient.verdict == pf.WARN and "skip_wait_for_delete_timeout (30 s)" in lenient.warnings[0]
+    ready = pf.NodeReport("w1")
+    pf.judge_readiness(ready, node("w1"), 0)
+    assert ready.verdict == pf.GO
+
+
+def test_maintenance_names_and_the_etcd_options_are_read_from_the_params() -> None:
+    opts = pf.PreflightOptions.from_params({"nodes": ["a", "b"], "maintenance_names": {"a": "fw-a", "b": ""},
+                                            "etcd_guard": "kubeadm", "etcd_pod_selector": None})
+    assert opts.maintenance_names == {"a": "fw-a"}
+    assert (opts.etcd.flavour, opts.etcd.pod_selector) == ("kubeadm", "component=etcd")
+    with pytest.raises(InputError, match=r"maintenance_names\[a\]"):
+        pf.PreflightOptions(nodes=("a",), maintenance_names={"a": "Not_A_Name"}).validate()

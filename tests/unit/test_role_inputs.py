@@ -44,6 +44,12 @@ def test_a_string_for_a_list_of_paths_says_how_to_give_one_file():
     assert problems[0].endswith("a list is needed (for one file: ['flash.yml'])")
 
 
+@pytest.mark.parametrize("given", ["a.yml\nb.yml", "a.yml\nb.yml\n", "- a.yml\n- b.yml\n"])
+def test_a_multi_line_string_for_a_list_of_paths_offers_the_list_of_its_lines(given):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": given}, NOW)
+    assert problems[0].endswith("a list is needed (for these 2 files, one a line: ['a.yml', 'b.yml'])")
+
+
 def test_a_list_element_that_is_not_a_path():
     problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_hooks_work": ["a.yml", ["b.yml"]]}, NOW)
     assert problems == ["node_maintenance_hooks_work[1]: a list was given (['b.yml']), a string is needed (a file path)"]

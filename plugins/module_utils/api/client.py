@@ -1,8 +1,10 @@
 """Connection options -> one configured API client.
 
-kubeconfig.py reads the common connections (kubeconfig with certificates or a token,
-a pod's service account); the ``kubernetes`` package resolves the rest (exec plugins,
-auth providers), and importing it costs more than most module tasks spend on requests.
+kubeconfig.py reads the common connections (kubeconfig with certificates, a token or an
+exec plugin, a pod's service account); the ``kubernetes`` package resolves the rest (auth
+providers), and importing it costs more than most module tasks spend on requests.
+A 401 makes the client obtain its credentials again once and ask again, as client-go
+does (a revoked or rotated token); a second 401 says whose credentials were refused.
 Requests go straight through one urllib3 pool as JSON dicts: skipping the generated
 model classes keeps a 110-pod list cheap to read, lets the drain evict in parallel on
 one pool, and gives every caller the same error mapping and a request counter.
@@ -20,10 +22,10 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, timedelta, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 from urllib.parse import urlencode
 
-from ..errors import ApiError, ConnectionConfigError, NotFound, TlsVerifyError, Unreachable, api_error
+from ..errors import ApiError, ConnectionConfigError, CredentialsRefused, NotFound, TlsVerifyError, Unreachable, api_error
 from . import kubeconfig, retry, tls
 
 # The options every module takes, with the environment variables kubernetes.core reads.
@@ -40,6 +42,7 @@ CONNECTION_ENV = {
 }
 
 USER_AGENT = "nmo.maintenance"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class ConnectionOptions:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
 
 
-def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False) -> Any:
+def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_cluster: bool = False,
+                             user: str = "") -> Any:
     """What only the kubernetes package can load, as our Configuration, with no temp file left."""
     try:
         from kubernetes import config as kube_config
@@ -79,6 +83,8 @@ def _with_kubernetes_package(path: Optional[str], context: Optional[str], in_clu
             kube_config.load_kube_config(config_file=path, context=context, client_configuration=cfg,
                                          persist_config=False)
         loaded = kubeconfig.from_kubernetes(cfg)
+        loaded.user = user or loaded.user
+        loaded.renewed = f"the kubeconfig {path} was loaded again (its auth provider refreshed)"
         if not in_cluster:
             loaded.ca_source = f"the kubeconfig {path}" + (f", context {context!r}" if context else "")
         return loaded
@@ -96,8 +102,8 @@ def _load_configuration(options: ConnectionOptions) -> Any:
             if options.kubeconfig or options.context or os.path.exists(default):
                 try:
                     cfg = kubeconfig.from_kubeconfig(path, options.context)
-                except kubeconfig.Unsupported:  # exec plugins, auth providers: the kubernetes package
-                    cfg = _with_kubernetes_package(path, options.context)
+                except kubeconfig.Unsupported as unsupported:  # auth providers: the kubernetes package
+                    cfg = _with_kubernetes_package(path, options.context, user=unsupported.user)
             elif os.environ.get("KUBERNETES_SERVICE_HOST"):
                 cfg = kubeconfig.in_cluster()
             elif not options.host:
@@ -116,6 +122,8 @@ def _load_configuration(options: ConnectionOptions) -> Any:
     if options.api_key:
         cfg.api_key = {"authorization": options.api_key}
         cfg.api_key_prefix = {"authorization": "Bearer"}
+        cfg.refresh_api_key_hook, cfg.renew = None, None
+        cfg.user, cfg.renewed = "given by api_key", ""  # a fixed token: nothing to obtain again
     if options.ca_cert:
         cfg.ssl_ca_cert, cfg.ssl_ca_data = options.ca_cert, None
         cfg.ca_source = f"ca_cert {options.ca_cert}"
@@ -145,9 +153,7 @@ def _load_configuration(options: ConnectionOptions) -> Any:
 class Client:
     """A configured connection to one API server; thread-safe, counts its requests."""
 
-    def __init__(self, configuration: Any, pool_size: int = 16) -> None:
-        import urllib3
-
+    def __init__(self, configuration: Any, pool_size: int = 16, reload: Optional[Callable[[], Any]] = None) -> None:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.requests = 0
@@ -164,7 +170,22 @@ class Client:
         # (the API server's Date, our monotonic clock when it arrived): lease times are the
         # cluster's, never this controller's, which may be seconds off
         self._server_clock: Optional[Tuple[datetime, float]] = None
-        kwargs: Dict[str, Any] = {"maxsize": pool_size, "num_pools": 4}
+        # After a 401 the credentials are obtained again once (``renew_credentials``): by the
+        # configuration's own ``renew`` (an exec plugin run again) or by ``reload`` (the
+        # kubeconfig, a token file, the service account token read again)
+        self._reload = reload
+        self._renew_lock = threading.Lock()
+        self.credentials_version = 0
+        self.renewals: List[str] = []  # how the credentials were obtained again, each time
+        self._pool_size = pool_size
+        self._tls_version = getattr(configuration, "tls_version", 0)
+        self.pool = self._make_pool()
+
+    def _make_pool(self) -> Any:
+        import urllib3
+
+        configuration = self.configuration
+        kwargs: Dict[str, Any] = {"maxsize": self._pool_size, "num_pools": 4}
         if self.host.startswith("https"):
             # The TLS context is built in memory (tls.py): inline certificates and keys are
             # never written to a file that could outlive this process.
@@ -181,9 +202,62 @@ class Client:
             if not verify:
                 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
         if configuration.proxy:
-            self.pool = urllib3.ProxyManager(configuration.proxy, **kwargs)
-        else:
-            self.pool = urllib3.PoolManager(**kwargs)
+            return urllib3.ProxyManager(configuration.proxy, **kwargs)
+        return urllib3.PoolManager(**kwargs)
+
+    # -- credentials ----------------------------------------------------------------------
+    def renew_credentials(self, seen: int) -> Optional[str]:
+        """Obtain the credentials again after a 401 to a request sent with version ``seen`` of
+        them; how they were obtained, or None when they cannot be (a fixed api_key). Threads
+        that met the same 401 renew once: the later ones find a newer version and ask again."""
+        with self._renew_lock:
+            if self.credentials_version != seen:
+                return "they were obtained again"
+            cfg = self.configuration
+            if getattr(cfg, "renew", None) is not None:
+                how = cfg.renew()
+            elif self._reload is not None and getattr(cfg, "renewed", ""):
+                fresh = self._reload()
+                tls = ("cert_file", "cert_data", "key_file", "key_data")
+                if any(getattr(cfg, attr, None) != getattr(fresh, attr, None) for attr in tls):
+                    cfg.tls_version = getattr(cfg, "tls_version", 0) + 1  # a rotated client certificate
+                for attr in ("api_key", "api_key_prefix", "refresh_api_key_hook", "renew", *tls):
+                    setattr(cfg, attr, getattr(fresh, attr, None))
+                how = cfg.renewed
+            else:
+                return None
+            self.credentials_version += 1
+            self.renewals.append(how)
+        self._check_tls()
+        return how
+
+    def _check_tls(self) -> None:
+        """A new client certificate (an exec plugin's): a new TLS context and pool."""
+        version = getattr(self.configuration, "tls_version", 0)
+        if version != self._tls_version:
+            with self._renew_lock:
+                if version != self._tls_version:
+                    self.pool = self._make_pool()
+                    self._tls_version = version
+
+    def _authenticated(self, send: Callable[[], T]) -> T:
+        """``send()``; after a 401 the credentials are obtained again once and it is sent
+        again; a second 401 (or none to obtain) is CredentialsRefused, naming the user."""
+        seen = self.credentials_version
+        try:
+            return send()
+        except ApiError as error:
+            if error.status != 401 or isinstance(error, CredentialsRefused):
+                raise
+            how = self.renew_credentials(seen)
+            if how is None:
+                raise CredentialsRefused(error, getattr(self.configuration, "user", "?"), "") from None
+        try:
+            return send()
+        except ApiError as error:
+            if error.status == 401 and not isinstance(error, CredentialsRefused):
+                raise CredentialsRefused(error, getattr(self.configuration, "user", "?"), how) from None
+            raise
 
     # -- plumbing -------------------------------------------------------------------------
     def _headers(self, content_type: Optional[str]) -> Dict[str, str]:
@@ -193,6 +267,7 @@ class Client:
         cfg = self.configuration
         if getattr(cfg, "refresh_api_key_hook", None):
             cfg.refresh_api_key_hook(cfg)
+            self._check_tls()
         token = cfg.get_api_key_with_prefix("authorization")
         if token:
             headers["Authorization"] = token
@@ -247,8 +322,9 @@ class Client:
         ``budget`` seconds (default ``self.retry.budget``) and never past ``time_budget``;
         returns the decoded JSON body, raises ApiError on a final non-2xx status."""
         policy = self.retry if budget is None else replace(self.retry, budget=budget)
-        return retry.call(lambda: self._send(method, path, query, body, content_type, timeout),
-                          policy, self._deadline, outages=self.outages)
+        return self._authenticated(lambda: retry.call(
+            lambda: self._send(method, path, query, body, content_type, timeout), policy, self._deadline,
+            outages=self.outages))
 
     @contextmanager
     def time_budget(self, seconds: float) -> Iterator[None]:
@@ -320,6 +396,9 @@ class Client:
 
     def stream(self, path: str, query: Dict[str, Any], read_timeout: float) -> Any:
         """Open a streaming GET (a watch); the caller reads lines and closes it."""
+        return self._authenticated(lambda: self._open_stream(path, query, read_timeout))
+
+    def _open_stream(self, path: str, query: Dict[str, Any], read_timeout: float) -> Any:
         import urllib3
 
         self._count("GET", path, query)
@@ -441,7 +520,8 @@ def connect(options: ConnectionOptions, pool_size: int = 16) -> Client:
     """The client for these options (one per process and configuration)."""
     key = (options.digest(), pool_size)
     if key not in _clients:
-        _clients[key] = Client(_load_configuration(options), pool_size=pool_size)
+        _clients[key] = Client(_load_configuration(options), pool_size=pool_size,
+                               reload=lambda: _load_configuration(options))
     return _clients[key]
 
 

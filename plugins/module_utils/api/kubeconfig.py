@@ -2,8 +2,13 @@
 
 Importing ``kubernetes`` costs 0.3-0.7 s, paid by every module task that imports it, and
 the role runs several module tasks a node. The common kubeconfigs (client certificates, a token, a CA, with
-files or inline data) are read here; anything else (exec plugins, auth providers) is left
-to the ``kubernetes`` package, which ``client.py`` falls back to.
+files or inline data, an exec credential plugin: ``exec_credential.py``) are read here;
+anything else (auth providers) is left to the ``kubernetes`` package, which ``client.py``
+falls back to.
+
+Each Configuration names its user (``user``, for the message of a refused credential) and
+says how its credentials are obtained again after the API server refused them (``renew``:
+the exec plugin run again; ``client.py`` reads the configuration again otherwise).
 
 Inline certificate data stays in memory (``*_data`` as bytes): ``tls.context`` builds the
 TLS context from it, so no credential is ever written to a file that could outlive the
@@ -17,13 +22,20 @@ import binascii
 import os
 from typing import Any, Callable, Dict, List, Optional
 
+from ..errors import ConnectionConfigError
+from . import exec_credential
+
 SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 _SIMPLE_USER_KEYS = {"client-certificate", "client-certificate-data", "client-key", "client-key-data",
-                     "token", "tokenFile"}
+                     "token", "tokenFile", "exec"}
 
 
 class Unsupported(Exception):
-    """This configuration needs the ``kubernetes`` package (exec plugin, auth provider...)."""
+    """This configuration needs the ``kubernetes`` package (an auth provider...)."""
+
+    def __init__(self, message: str, user: str = "") -> None:
+        super().__init__(message)
+        self.user = user
 
 
 class Configuration:
@@ -47,6 +59,15 @@ class Configuration:
         self.api_key: Dict[str, str] = {}
         self.api_key_prefix: Dict[str, str] = {}
         self.refresh_api_key_hook: Optional[Callable[[Any], None]] = None
+        # Who the credentials are, for messages ("'admin' (context 'c' of the kubeconfig /p)")
+        self.user = "given by the connection options"
+        # Obtains the credentials again after a 401 and says how ("the exec plugin X was run
+        # again"); None: the client reads the whole configuration again (``renewed``: how)
+        self.renew: Optional[Callable[[], str]] = None
+        self.renewed = "the configuration was read again"
+        # Bumped when the client certificate or key changed (an exec plugin's new certificate):
+        # the client then makes a new TLS context
+        self.tls_version = 0
 
     def get_api_key_with_prefix(self, identifier: str) -> Optional[str]:
         key = self.api_key.get(identifier)
@@ -89,9 +110,12 @@ def from_kubeconfig(path: str, context: Optional[str] = None) -> Configuration:
     ctx = _named(doc.get("contexts", []), name, "context")
     cluster = _named(doc.get("clusters", []), ctx.get("cluster", ""), "cluster")
     user = _named(doc.get("users", []), ctx.get("user", ""), "user") if ctx.get("user") else {}
+    who = f"{ctx.get('user', '')!r} (context {name!r} of the kubeconfig {os.path.abspath(path)})"
     if set(user) - _SIMPLE_USER_KEYS:
-        raise Unsupported("needs the kubernetes package")
+        raise Unsupported("needs the kubernetes package", who)
     cfg = Configuration()
+    cfg.user = who
+    cfg.renewed = f"the kubeconfig {os.path.abspath(path)} was read again"
     cfg.host = cluster.get("server") or cfg.host
     cfg.verify_ssl = not cluster.get("insecure-skip-tls-verify", False)
     cfg.proxy = cluster.get("proxy-url")
@@ -114,12 +138,53 @@ def from_kubeconfig(path: str, context: Optional[str] = None) -> Configuration:
         cfg.key_file = _path(user.get("client-key"), base)
     token = user.get("token")
     if not token and user.get("tokenFile"):
-        with open(_path(user["tokenFile"], base) or "", encoding="utf-8") as handle:
+        token_file = _path(user["tokenFile"], base) or ""
+        with open(token_file, encoding="utf-8") as handle:
             token = handle.read().strip()
+        cfg.renewed = f"the token file {token_file} was read again"
     if token:
         cfg.api_key = {"authorization": token}
         cfg.api_key_prefix = {"authorization": "Bearer"}
+    if isinstance(user.get("exec"), dict):
+        use_exec_plugin(cfg, user["exec"], base)
     return cfg
+
+
+def use_exec_plugin(cfg: Configuration, spec: Dict[str, Any], base: str) -> None:
+    """Credentials from an exec plugin: obtained now, kept while fresh (checked before each
+    request), obtained again at once by ``renew`` after a 401."""
+    held: Dict[str, Optional[exec_credential.Credential]] = {"credential": None}
+    command, how = exec_credential.described(spec)
+    cluster: Dict[str, Any] = {"server": cfg.host, "insecure-skip-tls-verify": not cfg.verify_ssl}
+    if cfg.ssl_ca_data is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(cfg.ssl_ca_data).decode()
+    if cfg.tls_server_name:
+        cluster["tls-server-name"] = cfg.tls_server_name
+
+    def apply(refused: bool = False) -> None:
+        try:
+            credential = exec_credential.obtain(spec, cfg.host, base,
+                                                refused=held["credential"] if refused else None, cluster=cluster)
+        except exec_credential.ExecError as exc:
+            raise ConnectionConfigError(f"cannot obtain the credentials of user {cfg.user}: {exc}") from None
+        if credential is held["credential"]:
+            return
+        held["credential"] = credential
+        if credential.token:
+            cfg.api_key = {"authorization": credential.token}
+            cfg.api_key_prefix = {"authorization": "Bearer"}
+        if credential.cert and credential.key:
+            cfg.cert_data, cfg.key_data, cfg.cert_file, cfg.key_file = credential.cert, credential.key, None, None
+            cfg.tls_version += 1
+
+    def renew() -> str:
+        apply(refused=True)
+        return how
+
+    apply()
+    cfg.refresh_api_key_hook = lambda _cfg: apply()
+    cfg.renew = renew
+    cfg.renewed = how
 
 
 def in_cluster() -> Configuration:
@@ -129,13 +194,15 @@ def in_cluster() -> Configuration:
     cfg.host = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     cfg.ssl_ca_cert = os.path.join(SERVICE_ACCOUNT, "ca.crt")
     cfg.ca_source = f"the pod's service account ({cfg.ssl_ca_cert})"
+    cfg.user = f"the pod's service account (token {os.path.join(SERVICE_ACCOUNT, 'token')})"
+    cfg.renewed = f"the token {os.path.join(SERVICE_ACCOUNT, 'token')} was read again"
     with open(os.path.join(SERVICE_ACCOUNT, "token"), encoding="utf-8") as handle:
         cfg.api_key = {"authorization": handle.read().strip()}
     cfg.api_key_prefix = {"authorization": "Bearer"}
     return cfg
 
 
-# -- what the kubernetes package loaded (exec plugins, auth providers) ----------------------------
+# -- what the kubernetes package loaded (auth providers) ----------------------------------------
 def take_kubernetes_temp_files() -> Dict[str, bytes]:
     """Read into memory, and delete, every file the kubernetes package wrote for inline data.
 

@@ -410,6 +410,20 @@ def _entry(role: str, outcome: leases.Outcome) -> Dict[str, Any]:
 UNREAD: Any = object()  # acquire(nm=...): not read by the caller
 
 
+def refuse_never_allowed(client: Client, req: Request, node: Dict[str, Any]) -> None:
+    """Before the begin writes anything: a control-plane node the etcd guard can never let go
+    (the only etcd member, say) is refused now, not after its NodeMaintenance was made.
+    Waiting verdicts are left to ``acquire``, which waits."""
+    if not is_control_plane(node):
+        return
+    flavour = etcd_guard.detect(client, req.etcd)
+    if flavour == "none":
+        return
+    verdict = etcd_guard.verdict(client, req.node, flavour, req.etcd, set())
+    if verdict.never:
+        raise RefusedError(f"{verdict.reason}. Nothing was written", etcd=verdict.as_dict())
+
+
 def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
             nm: Any = UNREAD, seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
     """Take the node's slot and lease (docs/design.md §4.2, §4.3), waiting for them when ``req.wait``.

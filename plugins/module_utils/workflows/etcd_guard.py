@@ -58,7 +58,7 @@ class Verdict:
 
 def blocked_message(node: str) -> str:
     """The event message of docs/design.md §4.2."""
-    return f"etcd quorum is not maintained when node {node} is remediated"
+    return f"etcd quorum would not be kept while node {node} is in maintenance"
 
 
 def quorum(members: int) -> int:
@@ -107,8 +107,10 @@ def kubeadm_verdict(node: str, pods: Iterable[Obj], disrupted: Set[str]) -> Verd
     detail = (f"{healthy_elsewhere} of {len(members)} etcd members would stay healthy, quorum is {need}"
               + (f"; not healthy: {', '.join(sorted(unhealthy))}" if unhealthy else ""))
     if never:
-        detail += (f"; with {len(members)} member(s) etcd can never lose one: add control-plane nodes, "
-                   "or maintain this node without the guard (etcd_guard: none) at your own risk")
+        detail += (f"; node {node} can never be maintained under this guard: with {len(members)} member(s) etcd "
+                   "cannot lose one. Add control-plane nodes (etcd members) first, or maintain it without the guard "
+                   "(node_maintenance_etcd_guard: none; etcd_guard: none for the modules) after an etcd backup, at "
+                   "your own risk")
     return Verdict(False, "kubeadm", f"{blocked_message(node)}: {detail}", never=never, **counts)
 
 

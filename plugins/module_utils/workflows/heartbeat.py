@@ -13,7 +13,11 @@ and every module still waiting for this run that the run is over, and exits. If 
 controller's host dies with it, the run lease lapses ``RUN_LEASE_DURATION`` seconds later.
 
 A lease it cannot renew because the API server is away is renewed when the server is back,
-if nobody took it meanwhile.
+if nobody took it meanwhile. While it cannot renew, it says why (credentials refused, 401;
+forbidden, 403; no connection) in a local note the run's modules read (``heartbeat_note``:
+a warning on the console, the cause in the failure that follows) and in the lastError of
+the run's NodeMaintenances. A 401 is first answered by the client itself, which obtains
+the credentials again once (client.py).
 
 With an Alertmanager (docs/design.md §17.2) or notification targets (§17.1), each beat also
 lists the NodeMaintenances once (``Watches``): the silences they name are extended once half
@@ -37,7 +41,7 @@ from ..errors import NmoError
 from ..model import leases, renewal
 from ..stores import leases as lease_store
 from ..stores import maintenance
-from . import notify, run, silences, waiting
+from . import heartbeat_note, notify, run, silences, waiting
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
@@ -128,6 +132,58 @@ def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespac
 
 def _loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
           every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches]) -> str:
+    trouble = Trouble(run_id)
+    try:
+        return _beats(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, trouble)
+    finally:
+        trouble.over()
+
+
+class Trouble:
+    """The heartbeat cannot renew: said once a cause (in the local note the run's modules read,
+    docs/design.md §6.2, and in the lastError of the run's NodeMaintenances), cleared when a
+    beat works again."""
+
+    def __init__(self, run_id: str, now: Callable[[], float] = time.time) -> None:
+        self.run_id = run_id
+        self.now = now
+        self.since: Optional[float] = None
+        self.told = ""
+
+    def failed(self, client: Client, error: BaseException) -> None:
+        why = heartbeat_note.cause(error)
+        if self.since is None:
+            self.since = self.now()
+        heartbeat_note.write(self.run_id, self.since, why)
+        kind = why.split(":", 1)[0]
+        if kind != self.told:
+            self.told = kind
+            tell_maintenances(client, self.run_id, f"run {self.run_id}: " + heartbeat_note.sentence(
+                (self.since, why), self.now()))
+
+    def over(self) -> None:
+        if self.since is not None or self.told:
+            heartbeat_note.clear(self.run_id)
+        self.since, self.told = None, ""
+
+
+def tell_maintenances(client: Client, run_id: str, message: str) -> int:
+    """Put ``message`` in the lastError of the run's NodeMaintenances, as far as the API
+    server lets us (a 403 on leases may still allow it; no connection allows nothing)."""
+    told = 0
+    try:
+        for nm in maintenance.list_all(client):
+            if run.run_of(nm) == run_id:
+                maintenance.update_status(client, nm, {"lastError": message[:1000]})
+                told += 1
+    except NmoError:
+        pass
+    return told
+
+
+def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
+           every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches],
+           trouble: Trouble) -> str:
     next_beat = clock()
     while True:
         if not anchor_alive():
@@ -148,8 +204,10 @@ def _loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespa
                     return "run lease gone"
                 next_beat = clock() + every
                 worked = True
-            except NmoError:
+                trouble.over()
+            except NmoError as error:
                 next_beat = clock() + renewal.RETRY_PAUSE  # the API server is away: try again soon
+                trouble.failed(client, error)
             if worked and watches and (watches.extender is not None or watches.blocks is not None):
                 try:
                     watches.beat(client, run_id)

@@ -33,6 +33,7 @@ from ..model.marks import (
     marking,
 )
 from ..model.node_state import Wanted
+from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from ..model.taints import MAINTENANCE_TAINTS
 from ..stores import crd, events, maintenance, nodes
 from ..stores import leases as lease_store
@@ -222,12 +223,14 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         if not client.dry_run and guard.namespace == opts.lease.namespace:
             seen = lease_store.list_leases(client, opts.lease.namespace)
         guard.check(force=True, lease_list=seen)
-        if opts.install_crd:
-            result["crd"] = crd.ensure(client)
-            changed = result["crd"]["changed"]
         # read once for the NodeMaintenance (the node exists), the leases (owner, control
         # plane?) and the node patch, whose test ops catch a change made since
         node_read = nodes.read_node(client, opts.node)
+        # what can never pass is refused before the first write (docs/design.md §4.2)
+        disruption.refuse_never_allowed(client, replace(opts.lease, node=opts.node), node_read)
+        if opts.install_crd:
+            result["crd"] = crd.ensure(client)
+            changed = result["crd"]["changed"]
         made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
                                   node_read=True)
         nm = made["nm"]
@@ -389,6 +392,9 @@ def rollback(client: Client, opts: Options, reached: List[str], keep_record: boo
                 "events": [], "warnings": [], "diff": {"before": {}, "after": {}}}
     if opts.mode == operator.OPERATOR:
         return end_with_operator(client, opts)
+    # the drain's settle snapshot (docs/design.md §4.9.1) is for a node that ends: one rolled
+    # back goes without it, in the same patch
+    opts = replace(opts, annotations={**(opts.annotations or {}), SETTLE_SNAPSHOT: None})
     return _undo(client, opts, tuple(reached), keep_record)
 
 
@@ -483,16 +489,24 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
 
     When the API server refuses the record or the rollback (RBAC revoked, say), the error's
     message still says what the node is left with as far as this run knows, and what to run.
+
+    A begin refused before its first write (``reached`` empty) left nothing to record or undo:
+    the message says nothing was written, with no request made, and the options are not
+    judged again (a name the begin refused as too long would only be refused again here).
     """
-    opts.validate()
     if policy is None:
         policy = failure.ROLLBACK if roll_back else failure.KEEP
-    kept = failure.keeps(policy, phase)
     reached = list(reached)
     result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
                               "kept": False}
+    if not reached:
+        result["message"] = failure.message(opts.node, error, {
+            **result, "reached": [], "maintenance": None, "dry_run": client.dry_run})
+        return result
+    opts.validate()
+    kept = failure.keeps(policy, phase)
     recorder = events.EventRecorder(client)
     nm: Optional[Dict[str, Any]] = None
     try:

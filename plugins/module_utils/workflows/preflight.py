@@ -11,6 +11,14 @@ can never allow the eviction, a workload whose replacements would come back to t
 and the others of its batch (``concurrency`` nodes, in the order given, as the role's
 ``serial`` batches go) are out. A budget that refuses only for now makes it ``warn``: the
 drain waits for it. Each batch's capacity is judged from the cluster as it is now.
+
+The node itself is judged as the begin judges it, without writing (``judge_node``): the
+names made from it (its NodeMaintenance, ``maintenance_names`` honoured, and its node
+lease) must be valid names, a control-plane node must pass the etcd quorum guard (one that
+can never pass it, such as the only etcd member, is a no-go; one that must wait for another
+member a warning), and the node must be Ready (a NotReady or unreachable node has no kubelet
+to finish the evictions; a warning only when ``skip_wait_for_delete_timeout`` lets the
+drain go on without it).
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import InputError
-from ..model import budgets, drain_rules, kubevirt, returning, validation
+from ..model import budgets, drain_rules, kubevirt, leases, returning, validation
+from ..model.marks import is_control_plane
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -38,7 +47,9 @@ from ..model.pod_filters import (
     is_finished,
 )
 from ..stores import kubevirt as kubevirt_preflight
+from ..stores import maintenance
 from ..stores.preflight_reads import Snapshot, candidates, namespace_labels
+from . import etcd_guard
 from .dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
 
 __all__ = ["Snapshot", "PreflightOptions", "preflight"]
@@ -63,11 +74,19 @@ class PreflightOptions:
     parallelism: int = 32
     kubevirt: str = kubevirt.WAIT
     rules: Optional[List[Dict[str, Any]]] = None  # drain rules (model/drain_rules.py)
+    maintenance_names: Optional[Dict[str, str]] = None  # node -> its NodeMaintenance's name, when not the default
+    etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
-        names = [f for f in cls.__dataclass_fields__ if f != "nodes" and params.get(f) is not None]
-        return cls(nodes=tuple(params.get("nodes") or ()), **{f: params[f] for f in names})
+        names = [f for f in cls.__dataclass_fields__ if f not in ("nodes", "etcd") and params.get(f) is not None]
+        etcd = etcd_guard.Options(*(params.get(k) or getattr(etcd_guard.Options(), a) for k, a in (
+            ("etcd_guard", "flavour"), ("etcd_pod_selector", "pod_selector"), ("etcd_pod_namespace", "pod_namespace"),
+            ("etcd_guard_namespace", "guard_namespace"))))
+        given = {f: params[f] for f in names}
+        if "maintenance_names" in given:  # the role passes "" for a node with the default name
+            given["maintenance_names"] = {n: v for n, v in given["maintenance_names"].items() if v} or None
+        return cls(nodes=tuple(params.get("nodes") or ()), etcd=etcd, **given)
 
     def selection(self, now: Optional[float] = None) -> SelectionOptions:
         return SelectionOptions.of(self, now)
@@ -89,7 +108,13 @@ class PreflightOptions:
                                         v.MAX_WAIT_SECONDS, "seconds", integer=True),
                        lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
                        lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES),
-                       lambda: drain_rules.parse_rules(self.rules))
+                       lambda: drain_rules.parse_rules(self.rules),
+                       lambda: v.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS),
+                       lambda: v.label_selector(self.etcd.pod_selector, "etcd_pod_selector"),
+                       lambda: v.namespace(self.etcd.pod_namespace, "etcd_pod_namespace"),
+                       lambda: v.namespace(self.etcd.guard_namespace, "etcd_guard_namespace"),
+                       *[lambda n=n, name=name: v.dns_subdomain(name, f"maintenance_names[{n}]", "NodeMaintenance name")
+                         for n, name in (self.maintenance_names or {}).items()])
         except InputError as exc:
             problems.append(exc.message)
         if problems:
@@ -167,6 +192,56 @@ class NodeReport:
                          "fits": not pending, "pending": pending,
                          "placed": [p.brief() for p in self.placements if p.node]},
         }
+
+
+def judge_names(report: NodeReport, maintenance_name: Optional[str]) -> None:
+    """The names the begin makes from the node: refused there before any write, so a no-go here."""
+    made = [(leases.node_lease_name(report.node), "its node lease")]
+    if not maintenance_name:
+        made.insert(0, (maintenance.default_name(report.node), "its NodeMaintenance"))
+    for name, what in made:
+        try:
+            validation.derived_name(name, "node", report.node)
+        except InputError as exc:
+            report.blockers.append(f"{what} cannot be made: {exc.message} (the begin refuses it before any write)")
+
+
+def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
+    """A node whose kubelet does not answer: its evicted pods are never deleted by it."""
+    ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    status = ready[0].get("status") if ready else None
+    if status == "True":
+        return
+    state = ("NotReady (its Ready condition is False)" if status == "False" else
+             "unreachable (its Ready condition is Unknown: the kubelet stopped posting its status)"
+             if status == "Unknown" else "not Ready (it has no Ready condition: no kubelet ever reported)")
+    what = (f"node {report.node} is {state}: evictions there wait for a kubelet that is not there to stop the "
+            "pods")
+    if skip_wait:
+        report.warnings.append(f"{what}; the drain stops waiting for each after skip_wait_for_delete_timeout "
+                               f"({skip_wait} s)")
+    else:
+        report.blockers.append(f"{what}, so the drain would not finish. Bring the node back, or let the drain go "
+                               "on without its kubelet (drain skip_wait_for_delete_timeout)")
+
+
+def judge_etcd(client: Client, reports: List[NodeReport], nodes: Dict[str, Obj], opts: PreflightOptions) -> None:
+    """The etcd quorum guard of the begin, read the same way, for each control-plane node: one
+    that can never pass it (the only member, say) is a no-go; one that must wait, a warning."""
+    judged = [r for r in reports if r.found and is_control_plane(nodes[r.node])]
+    if not judged or opts.etcd.flavour == "none":
+        return
+    flavour = etcd_guard.detect(client, opts.etcd)
+    for report in judged:
+        verdict = etcd_guard.verdict(client, report.node, flavour, opts.etcd, set())
+        if verdict.warning:
+            report.warnings.append(verdict.warning)
+        if verdict.allowed:
+            continue
+        if verdict.never:
+            report.blockers.append(f"{verdict.reason} (the begin refuses it before any write)")
+        else:
+            report.warnings.append(f"{verdict.reason} (the begin waits for it)")
 
 
 def judge_options(report: NodeReport) -> None:
@@ -343,6 +418,8 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             except InputError as exc:
                 report.blockers.append(f"not found in cluster: {exc.message}")
             continue
+        judge_names(report, (opts.maintenance_names or {}).get(name))
+        judge_readiness(report, snapshot.nodes[name], opts.skip_wait_for_delete_timeout)
         for pod in snapshot.pods_by_node.get(name, []):
             plan = classify(pod, selection)
             report.plans.append(plan)
@@ -350,6 +427,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
         judge_options(report)
         judge_rules(report)
         judge_returning(report, pods)
+    judge_etcd(client, reports, snapshot.nodes, opts)
     answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     for report in reports:

@@ -22,6 +22,7 @@ from ..api.client import Client
 from ..errors import NmoError
 from ..model import leases, recovery
 from ..model.marks import EXCLUDE_FROM_REMEDIATION, QUARANTINED
+from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from . import disruption, info, lifecycle, waiting
 
 Report = Dict[str, Any]
@@ -97,7 +98,10 @@ def end_one(client: Client, opts: RecoverOptions, choice: recovery.Choice, ended
     the release of its NodeMaintenance and leases, the node left as it is."""
     lift = choice.action == recovery.LIFT
     end_opts = lifecycle.Options(node=choice.node, lease=disruption.Request(node=choice.node, slot_prefix=ended_prefix),
-                                 label_key=opts.label_key, annotations=dict(LIFTED) if lift else None,
+                                 label_key=opts.label_key,
+                                 # the drain's settle snapshot goes with the end (a rolled-back or
+                                 # failed drain left it; the settle that would read it never runs)
+                                 annotations={SETTLE_SNAPSHOT: None, **(dict(LIFTED) if lift else {})},
                                  labels=dict(LIFTED) if lift else None)
     if choice.action == recovery.RELEASE:
         return lifecycle.rollback(client, end_opts, ["maintenance", "lease"], keep_record=False)

@@ -32,6 +32,7 @@ from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEnti
 from ..model import leases, renewal
 from ..model.times import format_seconds
 from ..stores import leases as lease_store
+from . import heartbeat_note
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
@@ -259,6 +260,25 @@ def renew(client: Client, lease: leases.Lease, holder: str, duration: Optional[i
         return None
 
 
+def remove_gone(client: Client, namespace: str = leases.LEASE_NAMESPACE,
+                seen: Optional[List[leases.Lease]] = None) -> List[str]:
+    """Delete the run leases that lapsed (their runs are gone: a heartbeat that could not
+    delete its lease, a controller's host that died); the names deleted. Each exactly as
+    read, so a run that takes its lease back meanwhile keeps it."""
+    now = client.server_now()
+    removed: List[str] = []
+    for lease in lease_store.list_leases(client, namespace) if seen is None else seen:
+        name = lease["metadata"]["name"]
+        if not name.startswith(RUN_LEASE_PREFIX) or leases.is_valid(lease, now):
+            continue
+        try:
+            if lease_store.delete(client, lease):
+                removed.append(name)
+        except Conflict:
+            continue  # renewed or taken back since the list: alive again
+    return removed
+
+
 def stop(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -> bool:
     """Delete the run lease (the run is over); False when it was already gone."""
     current = read_lease(client, run_id, namespace)
@@ -331,9 +351,17 @@ class Guard:
         self._looked = now_mono
         lease = leases.named(seen, lease_name(self.run_id))
         now = self.client.server_now()
+        note = heartbeat_note.read(self.run_id)
         if not leases.is_valid(lease, now) or leases.holder(lease) != self.run_id:
+            why = (heartbeat_note.sentence(note, time.time()) if note is not None
+                   else "the controller died or lost the API server")
             raise RunGone(f"run {self.run_id}: its run lease {self.namespace}/{lease_name(self.run_id)} is gone or "
-                          "expired (the controller died or lost the API server); stopping without further writes")
+                          f"expired ({why}); stopping without further writes")
+        if note is not None:
+            warning = heartbeat_note.sentence(note, time.time())
+            kind = note[1].split(":", 1)[0]
+            if not any(kind in w for w in self.warnings):
+                self.warnings.append(warning)
         if self.held == HELD_NONE:
             return
         errors, warnings = held_verdict(seen, self.node, self.run_id, self.held, now, self.namespace)

@@ -51,6 +51,8 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     if client.dry_run:
         return result
     lease_store.ensure_namespace(client)
+    # the run leases of runs that are gone (docs/design.md §5.3): nobody else removes them
+    result["removed_run_leases"] = run.remove_gone(client)
     run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")))
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration, alertmanager, notify_params)

@@ -70,6 +70,12 @@ class OwnedByLiveRun(NmoError):
     """The node's maintenance belongs to another run that is still alive: not adopted."""
 
 
+class RunStopped(NmoError):
+    """The rollout scheduler (model/rollout.py) says this node does not begin: the run stopped
+    after a failure, or the place it waits for is held by a failed, kept node. Raised before
+    the node holds anything; the begin answers it as a plan (``stopped``), not as a failure."""
+
+
 # -- ids and names, pure ---------------------------------------------------------------------
 def new_id(awx_job_id: Optional[Any] = None, now: Optional[datetime] = None) -> str:
     if awx_job_id not in (None, ""):

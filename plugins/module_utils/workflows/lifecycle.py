@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, leases, rollout, validation
+from ..model import failure, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -586,10 +586,7 @@ def mark_stopped(client: Client, opts: Options, phase: str, kept: bool) -> List[
     warnings: List[str] = []
     try:
         seen = lease_store.list_leases(client, opts.lease.namespace)
-        run_lease = leases.named(seen, run.lease_name(opts.run_id))
-        annotations = ((run_lease or {}).get("metadata") or {}).get("annotations") or {}
-        if run_lease is not None and rollout.STOPPED_AFTER not in annotations:
-            lease_store.annotate(client, run_lease, rollout.STOPPED_AFTER, rollout.stopped_mark(opts.node, phase))
+        run.mark_stopped(client, opts.run_id, opts.node, phase, opts.lease.namespace, seen)
         for lease in rollout.kept_leases(seen, opts.node, opts.lease.slot_prefix) if kept else []:
             lease_store.annotate(client, lease, rollout.FAILED, rollout.failed_mark(opts.run_id, phase))
     except NmoError as exc:

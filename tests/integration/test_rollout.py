@@ -14,7 +14,7 @@ import re
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import pytest
 import yaml
@@ -70,8 +70,9 @@ def hook(tmp_path: Path, body: str) -> str:
 
 
 def playbook(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency: int, budgets: List[Any],
-             fail: List[str], work: str) -> Run:
-    return Run("maintenance.yml", inventory, user.kubeconfig, extra_vars={
+             fail: List[str], work: str, limit: Optional[List[str]] = None) -> Run:
+    return Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", ",".join(limit)] if limit else [],
+               extra_vars={
         "node_maintenance_run_id": run_id, "node_maintenance_concurrency": concurrency,
         "node_maintenance_budgets": budgets, "node_maintenance_hooks_work": [work],
         "node_maintenance_lease_timeout": LEASE_TIMEOUT, "node_maintenance_report_dir": str(tmp_path / run_id),
@@ -164,6 +165,18 @@ def test_a_failure_stops_the_rollout_and_the_rerun_finishes_it(cluster, world, u
         waited = [e for e in mine if of(e, "nodemaintenances", nm_name(node), "status")]
         if waited or deleted:  # it was waiting for a place: released within seconds of the failure
             assert deleted and (max(deleted) - failed_at).total_seconds() < 20, (node, failed_at, deleted)
+
+    if fail_all:  # the stopped nodes alone: their zone's place is held by a kept node of a gone run
+        started = time.monotonic()
+        alone = playbook(inventory, user, tmp_path, f"o{world.id}", concurrency, budgets, [], work, limit=not_started)
+        code = finished(alone, 300)
+        said = alone.output
+        assert code == 0 and time.monotonic() - started < 60, said[-4000:]
+        for node in not_started:
+            holder = next(f for f in failed if zone_of[f] == zone_of[node])
+            assert f"{node}: not started: it waits for a place that {holder} holds, kept out of service" in said
+            assert f"recover.yml -e nmo_nodes={holder}" in said, said[-4000:]
+            assert maintenance_of(cluster.client, node) is None and node_clean(cluster.client, node) is None
 
     # the rerun the failure message prescribes: every node finished, no wait for a lease to lapse
     started = time.monotonic()

@@ -245,7 +245,7 @@ plan:
 say:
   description:
     - Why the node is left alone, as M(nmo.maintenance.nmo_plan) says it, or why it did not begin
-      (C(not started: the run stopped after node-X failed (in the work phase))).
+      (C(not started - the run stopped after node-X failed), as the scheduler words it).
   returned: state=present with O(when_owned=skip) when the node is another's; state=present when stopped
   type: str
 outcome:

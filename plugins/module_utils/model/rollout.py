@@ -55,7 +55,7 @@ class Mark:
     def parse(cls, text: Optional[str]) -> Optional[Mark]:
         if not text or "/" not in text:
             return None
-        who, _, phase = text.rpartition("/")
+        who, phase = text.rsplit("/", 1)
         return cls(who, phase) if who and phase else None
 
     def text(self) -> str:
@@ -154,9 +154,8 @@ def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
                         outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
     for name in blockers:
         holder = state.holders.get(name)
-        if holder is not None and kept_stops(holder, state):
-            failed = holder.failed
-            assert failed is not None  # kept_stops said so
+        failed = holder.failed if holder is not None else None
+        if holder is not None and failed is not None and kept_stops(holder, state):
             where = "this run" if failed.who == state.run_id else f"run {failed.who}, which is gone"
             return Decision(
                 STOP, blocker=name,

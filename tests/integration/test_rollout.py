@@ -21,6 +21,7 @@ import yaml
 from topology import wait_for
 
 from .maintenance_support import (
+    LEASES,
     AuditLog,
     Run,
     leases_naming,
@@ -227,3 +228,30 @@ def test_a_run_killed_while_a_node_waits_for_a_place_is_finished_by_the_rerun(cl
     ended = [at(e) for e in mine if of(e, "nodemaintenances", nm_name(holder)) and e["verb"] == "delete"]
     cordoned = [at(e) for e in mine if of(e, "nodes", waiter) and e["verb"] == "patch"]
     assert ended and cordoned and max(ended) < min(cordoned), (ended, cordoned)
+
+
+# -- kill point: ansible-playbook SIGKILLed the moment the scheduler has stopped the run -------------
+def test_a_run_killed_as_the_scheduler_stops_it_is_finished_by_the_rerun(cluster, world, user, tmp_path):
+    zones(world)
+    inventory = write_inventory(world, tmp_path)
+    work = hook(tmp_path, FLASH)
+    run_id = f"s{world.id}"
+    lease = f"{LEASES}/nmo-run-{run_id}"
+    proc = playbook(inventory, user, tmp_path, run_id, 4, ZONE_BUDGET, world.nodes, work)
+    try:
+        wait_for(lambda: proc.proc.poll() is not None or "nmo.maintenance/stopped-after" in (
+            ((cluster.client.get_or_none(lease) or {}).get("metadata") or {}).get("annotations") or {}),
+            240, "the run to be stopped by its first failure")
+        assert proc.proc.poll() is None, proc.output[-4000:]
+        proc.kill()  # whatever the other nodes were doing: failing, stopping, waiting
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
+        proc.close()
+    wait_run_gone(cluster.client, run_id)
+    started = time.monotonic()
+    again = playbook(inventory, user, tmp_path, f"t{world.id}", 4, ZONE_BUDGET, [], work)
+    code = finished(again, 600)
+    assert code == 0, again.output[-4000:]
+    assert time.monotonic() - started < LEASE_TIMEOUT
+    assert_all_finished(cluster, world)

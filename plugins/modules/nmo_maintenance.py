@@ -235,17 +235,31 @@ left_to:
   returned: state=failed; state=present with O(when_owned=skip) when the node is another's
   type: str
 plan:
-  description: V(skip-owned), the node is another's (M(nmo.maintenance.nmo_plan)'s plan for it).
-  returned: state=present with O(when_owned=skip) when the node is another's
+  description:
+    - V(skip-owned), the node is another's (M(nmo.maintenance.nmo_plan)'s plan for it).
+    - V(stopped), the rollout scheduler said the node does not begin (docs/design.md §18) - the run stopped
+      after one of its nodes failed, or the place it waits for is held by a node kept out of service after
+      a failure. Nothing is left of the begin - a NodeMaintenance it made is removed (RV(removed)).
+  returned: state=present with O(when_owned=skip) when the node is another's; state=present when stopped
   type: str
 say:
-  description: Why the node is left alone, as M(nmo.maintenance.nmo_plan) says it.
-  returned: state=present with O(when_owned=skip) when the node is another's
+  description:
+    - Why the node is left alone, as M(nmo.maintenance.nmo_plan) says it, or why it did not begin
+      (C(not started - the run stopped after node-X failed), as the scheduler words it).
+  returned: state=present with O(when_owned=skip) when the node is another's; state=present when stopped
   type: str
 outcome:
-  description: The node's result for a run's summary (C(skipped (in maintenance by run X, alive))).
-  returned: state=present with O(when_owned=skip) when the node is another's
+  description: The node's result for a run's summary (C(skipped (in maintenance by run X, alive)), C(not started (...))).
+  returned: state=present with O(when_owned=skip) when the node is another's; state=present when stopped
   type: str
+stopped_after:
+  description: The node whose failure stopped this one (the run's first failed node, or the kept node holding its place).
+  returned: state=present when stopped
+  type: str
+removed:
+  description: Whether the begin removed the C(Pending) NodeMaintenance it had made, the node being stopped while it waited.
+  returned: state=present when stopped
+  type: bool
 owner_run:
   description: With O(when_owned=fail), the live run that holds the node (the task fails).
   returned: failure, when the node is another's

@@ -211,7 +211,7 @@ class Collector:
         for n in nodes:
             add_counts(by, n["api_requests_by"])
         failed = [n["name"] for n in nodes if n["outcome"] == "failed"]
-        unfinished = [n["name"] for n in nodes if n["outcome"] in ("not reached", "interrupted")]
+        unfinished = [n["name"] for n in nodes if n["outcome"] in ("not reached", "interrupted", "not started")]
         return {
             "$schema": SCHEMA,
             "version": SCHEMA_VERSION,
@@ -448,6 +448,8 @@ def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[
 def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], error: str) -> str:
     if error or story.failed_tasks:
         return "failed"
+    if str(summary.get("result") or "").startswith("not started"):  # the rollout scheduler stopped it
+        return "not started"
     if not story.phases:
         return "skipped" if look or summary else "not reached"
     if not any(p.name == "end" and not p.earlier_run for p in story.phases):

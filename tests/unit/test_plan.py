@@ -12,8 +12,8 @@ NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc)
 ME = "20261201-120000-abcdef"
 
 
-def report(in_flight=False, owner="", alive=False, campaign=None):
-    return {"node": "w1", "maintenance": {"name": "maintenance-w1"} if in_flight else None,
+def report(in_flight=False, owner="", alive=False, campaign=None, phase="Running"):
+    return {"node": "w1", "maintenance": {"name": "maintenance-w1", "phase": phase} if in_flight else None,
             "run": {"id": owner, "alive": alive} if in_flight else None,
             "annotations": {plan.CAMPAIGN_MARK: campaign} if campaign else {}}
 
@@ -26,6 +26,8 @@ def window(minutes_from_now, given="2026-12-01T13:00:00+01:00"):
     (report(), plan.FULL, False),
     (report(in_flight=True, owner="gone-run"), plan.FULL, True),  # its run is gone: resumed
     (report(in_flight=True, owner="gone-run", campaign="c1"), plan.FINISH, True),
+    # a gone run's Pending, holding nothing: begun with the new nodes (adopted), not first (rollout.py)
+    (report(in_flight=True, owner="gone-run", phase="Pending"), plan.FULL, False),
     (report(campaign="c1"), plan.SKIP_DONE, False),
     (report(in_flight=True, owner="other", alive=True), plan.SKIP_OWNED, False),
     ({}, plan.FULL, False),  # a node no report was found for: the begin says what is wrong

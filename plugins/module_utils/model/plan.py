@@ -18,8 +18,10 @@ asking, the campaign and the window's end, a node is
 * ``skip-window``: not in flight, and the window ended: no node is begun after it. A node in
   flight is still finished: leaving it half done would be worse.
 
-``resume``: in flight and not another live run's. The maintenance playbook takes those nodes
-first, so they finish before anything new starts. Pure: the caller reads the cluster and the clock.
+``resume``: in flight, not another live run's, and holding places or past ``Pending``
+(``rollout.resumes_first``). The maintenance playbook takes those nodes first, so they finish
+before anything new starts; a ``Pending`` NodeMaintenance of a gone run, which holds nothing,
+is taken with the new nodes (docs/design.md §18.3). Pure: the caller reads the cluster and the clock.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import math
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, Optional
+
+from . import rollout
 
 FULL, FINISH, SKIP_OWNED, SKIP_DONE, SKIP_WINDOW = "full", "finish", "skip-owned", "skip-done", "skip-window"
 SETTLE = "settle"
@@ -114,8 +118,9 @@ def plan_node(node: str, report: Dict[str, Any], run_id: str, campaign: str = ""
     if owner is not None:
         return owned_by(node, owner)
     done = done_in(report, campaign)
-    if in_flight(report):
-        return Plan(node=node, plan=FINISH if done else FULL, outcome="succeeded", resume=True)
+    if in_flight(report):  # resumed first only when it holds places or got past Pending (model/rollout.py)
+        return Plan(node=node, plan=FINISH if done else FULL, outcome="succeeded",
+                    resume=rollout.resumes_first(report))
     if SETTLE_MARK in (report.get("annotations") or {}):
         return Plan(node=node, plan=SETTLE, outcome="succeeded", resume=True)
     if done:

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api import paths
 from ..api.client import Client
-from ..errors import ApiError, ConcurrentUpdateError, Conflict, NmoError, NotFound
+from ..errors import ApiError, ConcurrentUpdateError, Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model.leases import (
     BLOCKED,
     CREATE,
@@ -206,6 +206,23 @@ def acquire_slot(client: Client, node: Dict[str, Any], concurrency: int, prefix:
                 continue  # another run took this index first: try the next one
     raise ConcurrentUpdateError(f"the maintenance slots ({namespace}/{prefix}-*) kept changing while we took one "
                                 f"({MAX_ATTEMPTS} attempts): run again")
+
+
+def annotate(client: Client, lease: Lease, key: str, value: str) -> bool:
+    """Add one annotation to a lease as read, only while it is still held by the same holder
+    (a JSON Patch testing the holder: a lease released or taken over meanwhile is left alone).
+    False when it changed hands or is gone."""
+    meta = lease["metadata"]
+    ops: List[Dict[str, Any]] = [{"op": "test", "path": "/spec/holderIdentity", "value": holder(lease)}]
+    if meta.get("annotations") is None:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    ops.append({"op": "add", "path": "/metadata/annotations/" + key.replace("~", "~0").replace("/", "~1"),
+                "value": value})
+    try:
+        client.patch(leases_path(meta["namespace"], meta["name"]), ops, "json")
+    except (NotFound, Conflict, UnprocessableEntity):
+        return False
+    return True
 
 
 def release(client: Client, namespace: str, name: str, identity: str,

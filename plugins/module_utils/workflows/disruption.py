@@ -23,7 +23,7 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
-from ..model import leases, topology_budgets, validation
+from ..model import leases, rollout, topology_budgets, validation
 from ..model.marks import is_control_plane
 from ..stores import leases as lease_store
 from ..stores import maintenance
@@ -120,6 +120,17 @@ class Look:
     disrupted: List[str]
 
 
+def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: List[str]) -> None:
+    """Ask the rollout scheduler (model/rollout.py, docs/design.md §18) whether the node may go
+    on; RunStopped when it says stop. ``blockers``: the nodes holding the places it waits for."""
+    if client.dry_run or not req.run_id:
+        return
+    state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix)
+    decision = rollout.decide(req.node, state, blockers)
+    if decision.action == rollout.STOP:
+        raise run.RunStopped(decision.say, outcome=decision.outcome, blocker=decision.blocker)
+
+
 def _lease_holder(role: str, lease: leases.Lease) -> Dict[str, Any]:
     due = leases.expiry(lease)
     return {"kind": role, "lease": f"{lease['metadata'].get('namespace', '')}/{lease['metadata']['name']}",
@@ -146,6 +157,7 @@ class Attempt:
         self.foreign: List[str] = []  # operator mode: the nodes NMO maintains for someone else
         self._nodes: Optional[List[Dict[str, Any]]] = None
         self._nodes_at = 0.0
+        self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
 
     def nodes(self) -> List[Dict[str, Any]]:
         """The nodes the budgets count (one paginated list, read again after NODES_RESYNC_SECONDS)."""
@@ -233,7 +245,17 @@ class Attempt:
             lease_store.release(self.client, self.req.namespace, slot.name, self.req.node, run_id=self.req.run_id)
 
     def run(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
-        """One try. ``seen``: a list of the leases namespace the caller has just made."""
+        """One try, after the rollout scheduler's word (RunStopped when it says stop): before
+        anything is taken, and again over the nodes that hold the places the node waits for.
+        ``seen``: a list of the leases namespace the caller has just made."""
+        self.seen = None
+        outcome = self._try(seen)
+        if isinstance(outcome, Blocked) and outcome.kind in ("slot", "budget") and self.seen is not None:
+            scheduled(self.client, self.req, self.seen,
+                      [h["holder"] for h in outcome.holders if h.get("holder") and not h.get("disrupted")])
+        return outcome
+
+    def _try(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
         req, client = self.req, self.client
         verdict = None
         if self.flavour:
@@ -243,6 +265,8 @@ class Attempt:
         # Read-only look first: taking a slot only to give it back would wake every waiter. One
         # list of the namespace shows the node's lease, the run's own lease and the slots.
         seen = lease_store.list_leases(client, req.namespace) if seen is None else seen
+        self.seen = seen
+        scheduled(client, req, seen, [])
         held = leases.as_ours(leases.named(seen, leases.node_lease_name(req.node)))
         nmos_own = req.operator and leases.holder(held) == leases.NMO_HOLDER  # NMO's lease of this node
         if leases.plan(held, leases.HOLDER, client.server_now(), req.duration)[0] == leases.BLOCKED and not nmos_own:

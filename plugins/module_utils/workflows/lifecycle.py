@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, validation
+from ..model import failure, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -223,6 +223,8 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         if not client.dry_run and guard.namespace == opts.lease.namespace:
             seen = lease_store.list_leases(client, opts.lease.namespace)
         guard.check(force=True, lease_list=seen)
+        if seen is not None:  # the scheduler first: a node that does not begin writes nothing at all
+            disruption.scheduled(client, replace(opts.lease, node=opts.node, run_id=opts.run_id), seen, [])
         # read once for the NodeMaintenance (the node exists), the leases (owner, control
         # plane?) and the node patch, whose test ops catch a change made since
         node_read = nodes.read_node(client, opts.node)
@@ -240,9 +242,13 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
 
         # a NodeMaintenance that only a dry run imagined cannot be named to the guard
         imagined = client.dry_run and made["created"]
-        lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
-                                                   maintenance=None if imagined else name),
-                                   node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
+        try:
+            lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
+                                                       maintenance=None if imagined else name),
+                                       node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
+        except run.RunStopped as exc:  # it held nothing: the NodeMaintenance this begin made goes too
+            removed = remove_maintenance(client, recorder, nm) if made["created"] else False
+            return stopped(opts, exc, removed, recorder)
         progress.done("lease")
         guard.check()  # the lease wait may have lasted long: is the run still there?
 
@@ -260,6 +266,8 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         if cordoned["changed"]:
             recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
         progress.done("cordon")
+    except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
+        return stopped(opts, exc, False, recorder)
     except NmoError as exc:
         raise progress.fail(exc) from None
     result.update(
@@ -293,6 +301,9 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     try:
         guard.check(force=True)
         existing = maintenance.find(client, opts.node)
+        if existing is None:  # a node already in maintenance is past its begin: it finishes
+            disruption.scheduled(client, replace(opts.lease, node=opts.node, run_id=opts.run_id),
+                                 lease_store.list_leases(client, opts.lease.namespace), [])
         if existing is not None:
             state, owner = refuse_if_live_run(client, existing, opts.run_id, opts.node)
             if state == run.NONE and not maintenance.terminating(existing):
@@ -307,6 +318,8 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
         made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
                                   with_operator=True)
         progress.done("maintenance")
+    except run.RunStopped as exc:  # the slot comes before the NodeMaintenance: nothing was written
+        return stopped(opts, exc, False, recorder)
     except NmoError as exc:
         raise progress.fail(exc) from None
     nm = made["nm"]
@@ -319,6 +332,17 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"]},
               "after": {"maintenance": view(nm), **lease["diff"]["after"]}})
     return result
+
+
+def stopped(opts: Options, exc: NmoError, removed: bool, recorder: events.EventRecorder) -> Dict[str, Any]:
+    """The begin's answer when the rollout scheduler says stop (model/rollout.py): the node is
+    as it was before the run (a NodeMaintenance this begin made is ``removed``), and its plan
+    becomes ``stopped``, with the line that says why."""
+    return {"changed": removed, "node": opts.node, "state": "present", "run": opts.run_id, "reached": [],
+            "maintenance": {}, "plan": rollout.STOPPED_PLAN, "say": f"{opts.node}: {exc.message}",
+            "outcome": exc.details.get("outcome") or "not started", "stopped_after": exc.details.get("blocker", ""),
+            "removed": removed, "held_leases": run.HELD_NONE, "waited": 0.0, "events": recorder.recorded,
+            "warnings": recorder.warnings, "diff": {"before": {}, "after": {}}}
 
 
 def end_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
@@ -553,6 +577,8 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     result["events"] = recorder.recorded + result["events"]
     result["warnings"] += recorder.warnings
     result["maintenance"] = maintenance.summary(nm)
+    if opts.run_id and not client.dry_run:
+        result["warnings"] += mark_stopped(client, opts, phase, bool(result["kept"]))
     report = None
     if reached and not client.dry_run:  # where the node stands now, read once: the operator's last line says it
         try:
@@ -565,6 +591,24 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         "state": failure.node_state(report, client.server_now()) if report else
         failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})
     return result
+
+
+def mark_stopped(client: Client, opts: Options, phase: str, kept: bool) -> List[str]:
+    """The records the rollout scheduler reads (model/rollout.py, docs/design.md §18), in the leases
+    namespace every waiting node watches: the run lease says the run stopped after this node
+    (the first failure only), and a node kept out of service has its places marked failed, so
+    a wait for them (this run's or a later one's) ends at once. Warnings when they cannot be
+    written: the failure itself is recorded on the NodeMaintenance already."""
+    warnings: List[str] = []
+    try:
+        seen = lease_store.list_leases(client, opts.lease.namespace)
+        run.mark_stopped(client, opts.run_id, opts.node, phase, opts.lease.namespace, seen)
+        for lease in rollout.kept_leases(seen, opts.node, opts.lease.slot_prefix) if kept else []:
+            lease_store.annotate(client, lease, rollout.FAILED, rollout.failed_mark(opts.run_id, phase))
+    except NmoError as exc:
+        warnings.append(f"the run's stop could not be recorded on its leases ({exc}): nodes waiting for a place "
+                        "may wait until their lease timeout")
+    return warnings
 
 
 def truncate(text: str, limit: int) -> str:

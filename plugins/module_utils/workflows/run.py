@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
-from ..model import leases, renewal
+from ..model import leases, renewal, rollout
 from ..model.times import format_seconds
 from ..stores import leases as lease_store
 from . import heartbeat_note
@@ -69,6 +69,12 @@ class LeaseLost(NmoError):
 
 class OwnedByLiveRun(NmoError):
     """The node's maintenance belongs to another run that is still alive: not adopted."""
+
+
+class RunStopped(NmoError):
+    """The rollout scheduler (model/rollout.py) says this node does not begin: the run stopped
+    after a failure, or the place it waits for is held by a failed, kept node. Raised before
+    the node holds anything; the begin answers it as a plan (``stopped``), not as a failure."""
 
 
 # -- ids and names, pure ---------------------------------------------------------------------
@@ -288,6 +294,19 @@ def stop(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE) -
         return lease_store.delete(client, current)
     except Conflict:
         return False
+
+
+def mark_stopped(client: Client, run_id: str, node: str, phase: str, namespace: str = leases.LEASE_NAMESPACE,
+                 seen: Optional[List[leases.Lease]] = None) -> bool:
+    """The run stopped after ``node`` failed in ``phase``: said on its run lease, where every waiting
+    node of the run looks (model/rollout.py, docs/design.md §18.2). The first failure only; False
+    when there was nothing to write (no run, its lease gone, already marked)."""
+    if not run_id or client.dry_run:
+        return False
+    current = leases.named(seen, lease_name(run_id)) if seen is not None else read_lease(client, run_id, namespace)
+    if current is None or rollout.STOPPED_AFTER in ((current.get("metadata") or {}).get("annotations") or {}):
+        return False
+    return lease_store.annotate(client, current, rollout.STOPPED_AFTER, rollout.stopped_mark(node, phase))
 
 
 # -- the guard -------------------------------------------------------------------------------

@@ -197,6 +197,10 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
             text = (message(opts.node, entries) + f" after {opts.timeout:g} s (settle_timeout). The node is back "
                     "in service; the next node is not begun")
             recorder.record(node, SETTLE, text[:1000], "Warning")
+            try:  # no node of the run begins after this one (docs/design.md §18), whatever the play strategy
+                run.mark_stopped(client, opts.run_id, opts.node, "settle")
+            except NmoError:
+                pass  # the failure itself is what the operator must see
             raise SettleFailed(text, not_whole=entries, node=opts.node, snapshot=snap,
                                elapsed=round(time.monotonic() - started, 3)) from None
     # A run killed while the workloads came back must leave the marks for the next run (plan

@@ -1,0 +1,200 @@
+"""The rollout scheduler: what a node of a run may do next (docs/design.md §18).
+
+One pure rule over the run's state as the leases namespace shows it, asked before a node's
+begin takes anything and again at every change while the node waits for a place:
+
+* ``begin``: go on (take the places, or keep the ones the node already holds).
+* ``wait``: the places it needs are held by nodes whose maintenance goes on; wait for them.
+* ``stop``: do not begin. Either the run has stopped (a node of this run failed: the run
+  lease carries the mark, ``STOPPED_AFTER``), or a place the node needs is held by a node
+  kept out of service after its maintenance failed, whose run is this one or is gone:
+  nothing will release that place but the command named in the line.
+
+A node already past its begin (it holds places of its own) always goes on: it is out of
+service already, and finishing returns capacity. The rule does not depend on how many nodes
+Ansible runs at once (``serial``, the strategy, ``max_fail_percentage``): the state it reads
+is the cluster's, which every node of every batch sees the same.
+
+The records it reads are annotations on leases of this collection, so a waiting node (one
+watch on the leases namespace) sees them the moment they are written:
+
+* ``STOPPED_AFTER`` on the run lease: ``<node>/<phase>``, the first node of the run that
+  failed, written by the failure path before it rolls back or keeps the node.
+* ``FAILED`` on every place a node kept out of service holds (slots, topology places, node
+  lease): ``<run>/<phase>``, the run it failed in. A later run that resumes the node
+  re-annotates its places with its own run (``nmo.maintenance/run``): the mark then names
+  another run than the place's, and no longer stops anyone while that run is alive.
+
+``resumes_first`` is the order of a rerun (docs/design.md §18.3): nodes holding places first,
+``Pending`` NodeMaintenances of gone runs, which hold nothing, taken as new.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+
+from . import leases
+from .failure import recover_command
+
+BEGIN, WAIT, STOP = "begin", "wait", "stop"
+STOPPED_AFTER = "nmo.maintenance/stopped-after"  # on the run lease: <node>/<phase>
+FAILED = "nmo.maintenance/failed"  # on a kept node's places: <run>/<phase>
+STOPPED_PLAN = "stopped"  # the plan a node gets when the scheduler says stop (model/plan.py's kind)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A ``<who>/<phase>`` mark as written on a lease."""
+
+    who: str
+    phase: str
+
+    @classmethod
+    def parse(cls, text: Optional[str]) -> Optional[Mark]:
+        if not text or "/" not in text:
+            return None
+        who, phase = text.rsplit("/", 1)
+        return cls(who, phase) if who and phase else None
+
+    def text(self) -> str:
+        return f"{self.who}/{self.phase}"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A node holding places of this collection, as its leases say."""
+
+    node: str
+    run: str = ""  # the run its places are annotated with now
+    failed: Optional[Mark] = None  # who=the run it failed in, phase=the phase that failed
+
+
+@dataclass(frozen=True)
+class State:
+    """The run's state as one list of the leases namespace shows it."""
+
+    run_id: str
+    alive: FrozenSet[str] = frozenset()
+    stopped_after: Optional[Mark] = None  # who=the node that failed first in this run
+    holders: Dict[str, Holder] = field(default_factory=dict)  # by node
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    say: str = ""  # the node's line, for wait and stop
+    outcome: str = ""  # the node's result in the run's summary, for stop
+    blocker: str = ""  # stop: the node whose failure stopped it
+
+    def as_dict(self) -> Dict[str, Any]:
+        return {"action": self.action, "say": self.say, "outcome": self.outcome, "blocker": self.blocker}
+
+
+def _annotations(lease: Dict[str, Any]) -> Dict[str, str]:
+    return (lease.get("metadata") or {}).get("annotations") or {}
+
+
+def _held_by(lease: Dict[str, Any], prefix: str) -> str:
+    """The node a lease of ours is held for: a slot's or place's holder, a node lease's node."""
+    name = (lease.get("metadata") or {}).get("name", "")
+    node = leases.node_of_lease_name(name)
+    if node:
+        return node if leases.holder(lease) == leases.HOLDER else ""
+    return leases.holder(lease) if name.startswith(prefix + "-") else ""
+
+
+def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
+             prefix: str = leases.SLOT_PREFIX) -> State:
+    """The scheduler's state from one list of the leases namespace, at the server's ``now``."""
+    alive = frozenset(leases.alive_run_ids(list(seen), now))
+    run_lease = leases.named(list(seen), leases.RUN_LEASE_PREFIX + run_id) if run_id else None
+    stopped = Mark.parse(_annotations(run_lease or {}).get(STOPPED_AFTER))
+    holders: Dict[str, Holder] = {}
+    for lease in seen:
+        node = _held_by(lease, prefix)
+        if not node or not leases.is_valid(lease, now):
+            continue
+        mark = Mark.parse(_annotations(lease).get(FAILED))
+        known = holders.get(node)
+        holders[node] = Holder(node, leases.run_annotation(lease) or (known.run if known else ""),
+                               mark or (known.failed if known else None))
+    return State(run_id, alive, stopped, holders)
+
+
+def releases(node: str) -> str:
+    """The commands that release a kept node's places."""
+    return f"{recover_command(node)} (end it), or run again with -l {node} (resume it)"
+
+
+def kept_stops(holder: Holder, state: State) -> bool:
+    """A failed, kept holder whose places nothing in flight will release: it failed in this
+    run, or in a run that is gone and no live run has taken it since."""
+    if holder.failed is None:
+        return False
+    if holder.failed.who == state.run_id:
+        return True
+    if holder.failed.who in state.alive:
+        return False  # that run is alive: its failure stops it, and it may still end the node
+    taken_since = holder.run and holder.run != holder.failed.who and holder.run in state.alive
+    return not taken_since
+
+
+def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
+    """What ``node`` may do next. ``blockers``: the nodes holding the places it waits for
+    (empty before the begin's first look, or when nothing blocks it)."""
+    own = state.holders.get(node)
+    if own is not None and (own.run in ("", state.run_id) or own.run not in state.alive):
+        return Decision(BEGIN, say=f"{node} holds its places already: it finishes its maintenance")
+    if state.stopped_after is not None:
+        after = state.stopped_after
+        return Decision(STOP, say=f"not started: the run stopped after {after.who} failed "
+                                  f"(in the {after.phase.replace('_', '-')} phase)",
+                        outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
+    for name in blockers:
+        holder = state.holders.get(name)
+        failed = holder.failed if holder is not None else None
+        if holder is not None and failed is not None and kept_stops(holder, state):
+            where = "this run" if failed.who == state.run_id else f"run {failed.who}, which is gone"
+            return Decision(
+                STOP, blocker=name,
+                say=(f"not started: it waits for a place that {name} holds, kept out of service after its "
+                     f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, {where}); nothing "
+                     f"releases it but {releases(name)}"),
+                outcome=f"not started (its place is held by {name}, failed and kept)")
+    if blockers:
+        return Decision(WAIT, say=f"{node} waits for a place held by {', '.join(blockers)}")
+    return Decision(BEGIN)
+
+
+# -- a rerun's order --------------------------------------------------------------------------
+def holds_places(report: Dict[str, Any]) -> bool:
+    """Whether a node's report (workflows/info.describe) shows a lease of ours it holds."""
+    return any(lease.get("slot") or lease.get("holder") == leases.HOLDER
+               for lease in report.get("leases") or [])
+
+
+def resumes_first(report: Dict[str, Any]) -> bool:
+    """Whether a node in flight is finished before anything new begins: it holds places, or its
+    maintenance got past ``Pending`` (Running, Succeeded not ended, Failed and kept), or the node
+    carries our cordon. A ``Pending`` NodeMaintenance holding nothing is taken as new: resumed
+    first, it could wait for a place held by a node whose turn comes after it."""
+    nm = report.get("maintenance") or {}
+    if not nm:
+        return False
+    return (holds_places(report) or (nm.get("phase") or "Pending") != "Pending"
+            or bool(report.get("unschedulable") and report.get("maintenance_taints")))
+
+
+def stopped_mark(node: str, phase: str) -> str:
+    return Mark(node, phase).text()
+
+
+def failed_mark(run_id: str, phase: str) -> str:
+    return Mark(run_id, phase).text()
+
+
+def kept_leases(seen: List[Dict[str, Any]], node: str, prefix: str = leases.SLOT_PREFIX) -> List[Dict[str, Any]]:
+    """The leases of ours a kept node holds: its slots, its topology places, its node lease."""
+    return [lease for lease in seen if _held_by(lease, prefix) == node]

@@ -1,0 +1,195 @@
+"""The rollout scheduler (model/rollout.py): what a node may do next, over the whole table.
+
+The world: four workers in two zones (a: w1 w2, b: w3 w4), a slot family of ``concurrency``
+places and, with the zone budget, one place a zone. The leases are built as the cluster
+holds them, and the places a waiting node is blocked by come from the same slot arithmetic
+the begin uses (model/leases.plan_slot), so concurrency and budgets change the blockers the
+way they do in a run, and the table says what the scheduler makes of each.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, rollout
+
+NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
+ME, DEAD, OTHER = "run-me", "run-dead", "run-other"
+PREFIX = leases.SLOT_PREFIX
+ZONES = {"w1": "a", "w2": "a", "w3": "b", "w4": "b"}
+ORDER = ["w1", "w2", "w3", "w4"]
+
+
+def lease(name: str, holder: str, run: str = "", annotations: Optional[Dict[str, str]] = None,
+          labels: Optional[Dict[str, str]] = None, renewed: datetime = NOW, duration: int = 3600) -> Dict[str, Any]:
+    meta: Dict[str, Any] = {"name": name, "namespace": leases.LEASE_NAMESPACE, "resourceVersion": "1",
+                            "annotations": {**({leases.RUN_ANNOTATION: run} if run else {}), **(annotations or {})},
+                            "labels": dict(labels or {})}
+    return {"metadata": meta, "spec": {"holderIdentity": holder, "renewTime": leases.format_time(renewed),
+                                       "leaseDurationSeconds": duration}}
+
+
+def run_lease(run: str, stopped_after: str = "", alive: bool = True) -> Dict[str, Any]:
+    return lease(leases.RUN_LEASE_PREFIX + run, run,
+                 annotations={rollout.STOPPED_AFTER: stopped_after} if stopped_after else {},
+                 renewed=NOW if alive else NOW - timedelta(seconds=600), duration=60)
+
+
+def zone_family(zone: str) -> str:
+    return f"{PREFIX}-zone-{zone}-abc123"
+
+
+def held(node: str, run: str, slot: int, zone_budget: bool, failed: str = "") -> List[Dict[str, Any]]:
+    """The leases a node in maintenance holds: its slot, its zone place, its node lease."""
+    marks = {rollout.FAILED: failed} if failed else {}
+    out = [lease(leases.slot_name(PREFIX, slot), node, run, marks, leases.SLOT_LABELS),
+           lease(leases.node_lease_name(node), leases.HOLDER, run, marks)]
+    if zone_budget:
+        out.append(lease(leases.slot_name(zone_family(ZONES[node]), 0), node, run,
+                         {**marks, leases.BUDGET_ANNOTATION: f"zone={ZONES[node]}"}, leases.SLOT_LABELS))
+    return out
+
+
+def blockers(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budget: bool, run: str) -> List[str]:
+    """The nodes holding the places ``node`` would wait for, by the begin's own slot arithmetic."""
+    alive = leases.alive_run_ids(seen, NOW)
+    families = [(PREFIX, concurrency)] + ([(zone_family(ZONES[node]), 1)] if zone_budget else [])
+    for family, limit in families:
+        plan = leases.plan_slot(leases.slots_of(seen, family), node, family, limit, NOW, run, alive)
+        if plan.blocked:
+            return [leases.holder(s) for s in plan.blockers]
+    return []
+
+
+def decide(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budget: bool,
+           run: str = ME) -> rollout.Decision:
+    state = rollout.state_of(seen, run, NOW)
+    return rollout.decide(node, state, blockers(seen, node, concurrency, zone_budget, run))
+
+
+TABLE = [(c, z) for c in (1, 2, 4) for z in (False, True)]
+
+
+@pytest.mark.parametrize("concurrency, zone_budget", TABLE)
+@pytest.mark.parametrize("phase", failure.PHASES)
+def test_after_a_failure_in_this_run_no_node_begins_and_those_past_their_begin_finish(concurrency, zone_budget,
+                                                                                      phase):
+    kept = failure.keeps(failure.AUTO, phase)
+    # w1 failed (kept or rolled back by the policy); w3 was past its begin when it did
+    seen = [run_lease(ME, rollout.stopped_mark("w1", phase))]
+    if kept:
+        seen += held("w1", ME, 0, zone_budget, rollout.failed_mark(ME, phase))
+    if concurrency > 1:
+        seen += held("w3", ME, 1, zone_budget)
+    for node in ("w2", "w4"):
+        decided = decide(seen, node, concurrency, zone_budget)
+        assert decided.action == rollout.STOP, (node, decided)
+        assert decided.blocker == "w1"
+        assert decided.say == f"not started: the run stopped after w1 failed (in the {phase.replace('_', '-')} phase)"
+        assert decided.outcome == "not started (the run stopped after w1 failed)"
+    if concurrency > 1:
+        assert decide(seen, "w3", concurrency, zone_budget).action == rollout.BEGIN
+
+
+@pytest.mark.parametrize("concurrency, zone_budget", TABLE)
+@pytest.mark.parametrize("failed_in, alive, taken_by, expected", [
+    (ME, True, ME, rollout.STOP),  # this run's kept node: its place is never released in this run
+    (DEAD, False, DEAD, rollout.STOP),  # a gone run's kept node: nobody will release it
+    (DEAD, False, OTHER, rollout.WAIT),  # a live run resumes it now: it will end it
+    (OTHER, True, OTHER, rollout.WAIT),  # a live run's kept node: that run may still end it
+    ("", False, DEAD, rollout.WAIT),  # a gone run's node that did not fail: its places lapse with the run
+])
+def test_a_wait_for_a_place_held_by_a_failed_kept_node(concurrency, zone_budget, failed_in, alive, taken_by,
+                                                       expected):
+    seen = [run_lease(ME), run_lease(DEAD, alive=False), run_lease(OTHER)]
+    mark = rollout.failed_mark(failed_in, failure.WORK) if failed_in else ""
+    # w1 (the failed one) and up to two nodes of another live run hold the slots: at
+    # concurrency 1 and 2 every slot is held, at 4 one is free; the zone budget makes w2 wait
+    # for zone a's one place, w1's, whatever the concurrency
+    seen += held("w1", taken_by, 0, zone_budget, mark)
+    for index, node in enumerate(["w3", "w4"][:concurrency - 1], start=1):
+        seen += held(node, OTHER, index, zone_budget=False)
+    waits_for = blockers(seen, "w2", concurrency, zone_budget, ME)
+    decided = decide(seen, "w2", concurrency, zone_budget)
+    if "w1" not in waits_for:  # concurrency 4 without a budget: a place is free, w2 begins
+        assert (concurrency, zone_budget) == (4, False) and decided.action == rollout.BEGIN
+        return
+    assert decided.action == expected, decided
+    if expected == rollout.STOP:
+        assert decided.blocker == "w1"
+        assert "it waits for a place that w1 holds, kept out of service after its maintenance failed" in decided.say
+        assert "ansible-playbook playbooks/recover.yml -e nmo_nodes=w1" in decided.say
+        assert "run again with -l w1" in decided.say
+        assert ("this run" if failed_in == ME else f"run {DEAD}, which is gone") in decided.say
+    else:
+        assert decided.say.startswith("w2 waits for a place held by w1")
+
+
+def test_nothing_held_nothing_failed_begins():
+    assert decide([run_lease(ME)], "w1", 1, True) == rollout.Decision(rollout.BEGIN)
+
+
+def test_a_lapsed_place_is_no_holder():
+    seen = [run_lease(ME)] + [dict(item, spec=dict(item["spec"], renewTime=leases.format_time(NOW - timedelta(hours=2))))
+                              for item in held("w1", DEAD, 0, True, rollout.failed_mark(DEAD, failure.WORK))]
+    assert rollout.state_of(seen, ME, NOW).holders == {}
+    assert decide(seen, "w2", 1, True).action == rollout.BEGIN
+
+
+def test_another_holder_of_the_node_lease_is_not_ours():
+    seen = [run_lease(ME), lease(leases.node_lease_name("w1"), "node-healthcheck")]
+    assert rollout.state_of(seen, ME, NOW).holders == {}
+
+
+def test_a_node_resuming_its_own_kept_places_goes_on_even_after_a_stop():
+    seen = [run_lease(ME, rollout.stopped_mark("w3", failure.DRAIN))]
+    seen += held("w1", DEAD, 0, True, rollout.failed_mark(DEAD, failure.WORK))
+    assert decide(seen, "w1", 1, True).action == rollout.BEGIN
+    # held for another live run, it is not this node's own to finish: the begin refuses it (§6.3)
+    seen_live = [run_lease(ME), run_lease(OTHER)] + held("w1", OTHER, 0, False)
+    assert rollout.decide("w1", rollout.state_of(seen_live, ME, NOW)).action == rollout.BEGIN
+
+
+def test_marks_parse_and_read_back():
+    assert rollout.Mark.parse("node-a/work") == rollout.Mark("node-a", "work")
+    assert rollout.Mark.parse("20261203-120000-abcdef/before_drain").phase == "before_drain"
+    for bad in ("", None, "nophase", "/work", "node/"):
+        assert rollout.Mark.parse(bad) is None
+    state = rollout.state_of([run_lease(ME, "w4/gate")], ME, NOW)
+    assert state.stopped_after == rollout.Mark("w4", "gate")
+    assert rollout.state_of([run_lease(OTHER, "w4/gate")], ME, NOW).stopped_after is None
+
+
+def test_kept_leases_are_the_nodes_places_of_ours():
+    seen = held("w1", ME, 0, True) + held("w2", ME, 1, True) + [run_lease(ME)]
+    names = sorted(item["metadata"]["name"] for item in rollout.kept_leases(seen, "w1"))
+    assert names == sorted([leases.slot_name(PREFIX, 0), leases.node_lease_name("w1"),
+                            leases.slot_name(zone_family("a"), 0)])
+
+
+def report(phase: Optional[str], leases_held: List[Dict[str, Any]], cordoned: bool = False) -> Dict[str, Any]:
+    return {"node": "w2", "maintenance": None if phase is None else {"name": "maintenance-w2", "phase": phase},
+            "leases": leases_held, "unschedulable": cordoned,
+            "maintenance_taints": [{"key": "medik8s.io/drain", "effect": "NoSchedule"}] if cordoned else []}
+
+
+SLOT = {"name": "nmo-maintenance-slot-0", "holder": "w2", "slot": True}
+NODE_LEASE = {"name": "node-w2", "holder": leases.HOLDER, "slot": False}
+
+
+@pytest.mark.parametrize("node, first", [
+    (report(None, []), False),  # not in maintenance: new
+    (report("Pending", []), False),  # a gone run's Pending, holding nothing: taken as new
+    (report("", []), False),  # operator mode before NMO set a phase, holding nothing: new
+    (report("Pending", [SLOT]), True),  # waited and took its places, killed before the drain
+    (report("Pending", [], cordoned=True), True),  # cordoned by the begin, its leases lapsed
+    (report("Running", []), True),
+    (report("Succeeded", [SLOT, NODE_LEASE]), True),  # drained, not ended
+    (report("Failed", [SLOT, NODE_LEASE]), True),  # kept out of service
+    (report("Failed", []), True),  # rolled back, the record kept: finished (ended) first
+])
+def test_a_rerun_finishes_what_holds_places_first(node, first):
+    assert rollout.resumes_first(node) is first

@@ -162,8 +162,12 @@ def test_a_maintenance_of_a_real_node(cluster, world, real_node: RealNode, tmp_p
         status = json.loads((out / "nm-when-drained.json").read_text())["status"]
         assert status["drainProgress"] == 100, status
         assert status["evictionPods"] == 2 and not status.get("pendingPods"), status
-        reasons = [e["reason"] for e in events_of(client, nm_name(node))]
+        events = [e for e in events_of(client, nm_name(node))
+                  if seconds(e.get("firstTimestamp") or e["metadata"]["creationTimestamp"]) >= int(started)]
+        reasons = [e["reason"] for e in events]
         assert "BeginMaintenance" in reasons and "SucceedMaintenance" in reasons, reasons
+        drain_said = [e["message"] for e in events if e["reason"] == "Drain"]
+        assert drain_said and "2 pods to evict" in drain_said[-1] and "2 skipped" in drain_said[-1], drain_said
 
         # -- the emptyDir pod: evicted, its directory removed by the kubelet ----------------------
         assert client.get_or_none(f"/api/v1/namespaces/{ns}/pods/scratch") is None

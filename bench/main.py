@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional
 
 import inventory_scale  # B8: the inventory plugin at scale (issue 26)
+import real_node  # B9: the same drain on a real node and on a kwok node (issue 34)
 from measure import AuditLog, become_subreaper, machine
 from report import add_ratios, table, targets, targets_text
 from scenarios import (
@@ -41,6 +42,7 @@ from tools import ROOT, Tools, cluster_env, set_node_lease
 from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import ConnectionOptions, connect
 
 inventory_scale.register(SCENARIOS)
+real_node.register(SCENARIOS)
 
 
 def log(message: str) -> None:

@@ -1,0 +1,3 @@
+module nmo.maintenance/hack/real-node.d/pause
+
+go 1.26.0

@@ -218,3 +218,64 @@ def test_the_schema_checker_refuses_what_it_should():
     assert any("outcome" in e and "not one of" in e for e in found)
     assert any("id is required" in e for e in found)
     assert any("yesterday" in e for e in found)
+
+
+class PodServer:
+    """A namespace's pods and ReplicaSets served as the API server lists them (``labelSelector``
+    of ``k=v`` terms, ``fieldSelector`` on the name, ``limit``/``continue``); every query kept."""
+
+    def __init__(self, pods, replicasets):
+        self.pods, self.replicasets, self.queries = pods, replicasets, []
+
+    def get(self, path, query=None):
+        query = dict(query or {})
+        self.queries.append((path, query))
+        objs = self.replicasets if path.endswith("/replicasets") else self.pods
+        field = query.get("fieldSelector", "")
+        if field.startswith("metadata.name="):
+            objs = [o for o in objs if o["metadata"]["name"] == field.partition("=")[2]]
+        for term in filter(None, (query.get("labelSelector") or "").split(",")):
+            key, _eq, value = term.partition("=")
+            objs = [o for o in objs if (o["metadata"].get("labels") or {}).get(key) == value]
+        start, limit = int(query.get("continue") or 0), query.get("limit") or len(objs) or 1
+        more = start + limit < len(objs)
+        return {"items": objs[start:start + limit], "metadata": {"continue": str(start + limit) if more else ""}}
+
+
+def test_replacements_are_found_from_the_moved_pods_owners_not_from_every_pod_of_the_namespace():
+    def pod(name, node, generate="", labels=None, at="2027-01-15T08:00:30Z"):
+        meta = {"name": name, "uid": f"u-{name}", "creationTimestamp": at, "labels": labels or {}}
+        if generate:
+            meta["generateName"] = generate
+        return {"metadata": meta, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "big" * 100}]},
+                "status": {"phase": "Running"}}
+
+    web = {"app": "web", "pod-template-hash": "5d9f"}
+    others = [pod(f"bare-{i}", f"node-{i}") for i in range(1200)]  # the rest of a large namespace
+    pods = others + [pod("web-5d9f-zzzzz", "node-b", "web-5d9f-", web), pod("web-5d9f-yyyyy", "node-c", "web-5d9f-", web),
+                     pod("db-0", "node-c"), pod("job-x-qqqqq", "node-d", "job-x-", {"job": "x"})]
+    replicasets = [{"metadata": {"name": "web-5d9f"}, "spec": {"selector": {"matchLabels": web}}}]
+    at = report_model.epoch_of("2027-01-15T08:00:00Z")
+    moved = [("ns/web-5d9f-aaaaa", "node-a", at), ("ns/web-5d9f-bbbbb", "node-a", at), ("ns/db-0", "node-a", at),
+             ("ns/bare-7", "node-a", at)]
+    server = PodServer(pods, replicasets)
+    found = report_reads.candidates(server, "ns", [m[0].partition("/")[2] for m in moved])
+    # the same answer as from every pod of the namespace ...
+    assert report_reads.replacements({"ns": found}, moved) == report_reads.replacements({"ns": pods}, moved) == {
+        "ns/web-5d9f-aaaaa": "node-c", "ns/web-5d9f-bbbbb": "node-b", "ns/db-0": "node-c", "ns/bare-7": "node-7"}
+    assert {p["metadata"]["name"] for p in found} == {"web-5d9f-zzzzz", "web-5d9f-yyyyy", "db-0", "bare-7"}
+    assert all(set(p) == {"metadata", "spec"} and set(p["spec"]) == {"nodeName"} for p in found)  # slimmed
+    # ... from the ReplicaSet's pods and two pods by name: no list of the namespace's pods
+    pod_lists = [q for path, q in server.queries if path.endswith("/pods")]
+    assert all(q.get("labelSelector") or q.get("fieldSelector") for q in pod_lists), pod_lists
+    assert sorted(q.get("labelSelector", q.get("fieldSelector")) for q in pod_lists) == [
+        "app=web,pod-template-hash=5d9f", "metadata.name=bare-7", "metadata.name=db-0"]
+
+    # a pod of another controller (no ReplicaSet of its stem): the namespace, a page at a time, once
+    server = PodServer(pods, replicasets)
+    moved = [("ns/job-x-abcde", "node-a", at), ("ns/job-x-fghij", "node-a", at)]
+    found = report_reads.candidates(server, "ns", [m[0].partition("/")[2] for m in moved])
+    assert report_reads.replacements({"ns": found}, moved) == report_reads.replacements({"ns": pods}, moved)
+    assert [p["metadata"]["name"] for p in found] == ["job-x-qqqqq"]
+    pages = [q for path, q in server.queries if path.endswith("/pods")]
+    assert len(pages) == 3 and all(q["limit"] == 500 for q in pages), pages

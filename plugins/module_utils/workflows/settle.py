@@ -71,7 +71,10 @@ def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[
     current = read_node(client, node)
     pods = list_objects(client, paths.PODS, {"fieldSelector": f"spec.nodeName={node}"}).get("items", [])
     old = model.decode((current.get("metadata", {}).get("annotations") or {}).get(model.ANNOTATION))
-    new = model.snapshot(pods, list_objects(client, paths.PDBS).get("items", []) if pods else [])
+    # the budgets that can guard these pods are in their namespaces: those, not every budget of the cluster
+    namespaces = sorted({(p.get("metadata") or {}).get("namespace") or "" for p in pods} - {""})
+    pdbs = [b for ns in namespaces for b in list_objects(client, paths.pdbs(ns)).get("items", [])]
+    new = model.snapshot(pods, pdbs)
     snap = model.merge(old, new)
     if not client.dry_run and not model.empty(snap) and snap != old:
         annotate(client, node, {model.ANNOTATION: model.encode(snap)})

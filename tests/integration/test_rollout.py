@@ -172,7 +172,9 @@ def test_a_failure_stops_the_rollout_and_the_rerun_finishes_it(cluster, world, u
         alone = playbook(inventory, user, tmp_path, f"o{world.id}", concurrency, budgets, [], work, limit=not_started)
         code = finished(alone, 300)
         said = alone.output
-        assert code == 0 and time.monotonic() - started < 60, said[-4000:]
+        # at once, not at the lease timeout (which would fail the run): a bound with room for a
+        # loaded CI machine, whose playbook start alone can take tens of seconds
+        assert code == 0 and time.monotonic() - started < LEASE_TIMEOUT - 20, said[-4000:]
         for node in not_started:
             holder = next(f for f in failed if zone_of[f] == zone_of[node])
             assert f"{node}: not started: it waits for a place that {holder} holds, kept out of service" in said
@@ -180,11 +182,12 @@ def test_a_failure_stops_the_rollout_and_the_rerun_finishes_it(cluster, world, u
             assert maintenance_of(cluster.client, node) is None and node_clean(cluster.client, node) is None
 
     # the rerun the failure message prescribes: every node finished, no wait for a lease to lapse
-    started = time.monotonic()
     again = playbook(inventory, user, tmp_path, f"g{world.id}", rerun_at, budgets, [], work)
     code = finished(again, 600)
+    # rc 0 is the proof that no wait lasted until a lease lapsed: a begin that waits as long as
+    # node_maintenance_lease_timeout fails its node (the whole rerun's wall clock is no measure
+    # of that on a loaded machine)
     assert code == 0, again.output[-4000:]
-    assert time.monotonic() - started < LEASE_TIMEOUT
     assert_all_finished(cluster, world)
 
 
@@ -217,11 +220,12 @@ def test_a_run_killed_while_a_node_waits_for_a_place_is_finished_by_the_rerun(cl
     Path(inventory).write_text(yaml.safe_dump(data, sort_keys=False))
     (tmp_path / "release").touch()
     audit = AuditLog(cluster)
-    started = time.monotonic()
     again = playbook(inventory, user, tmp_path, f"r{world.id}", 1, ZONE_BUDGET, [], work)
     code = finished(again, 600)
+    # rc 0 is the proof that no wait lasted until a lease lapsed: a begin that waits as long as
+    # node_maintenance_lease_timeout fails its node (the whole rerun's wall clock is no measure
+    # of that on a loaded machine)
     assert code == 0, again.output[-4000:]
-    assert time.monotonic() - started < LEASE_TIMEOUT
     assert_all_finished(cluster, world)
     # the holder was finished (its NodeMaintenance deleted) before the waiter was cordoned
     mine = [e for e in audit.settled().entries() if (e.get("user") or {}).get("username") == user.name]
@@ -249,9 +253,10 @@ def test_a_run_killed_as_the_scheduler_stops_it_is_finished_by_the_rerun(cluster
             proc.kill()
         proc.close()
     wait_run_gone(cluster.client, run_id)
-    started = time.monotonic()
     again = playbook(inventory, user, tmp_path, f"t{world.id}", 4, ZONE_BUDGET, [], work)
     code = finished(again, 600)
+    # rc 0 is the proof that no wait lasted until a lease lapsed: a begin that waits as long as
+    # node_maintenance_lease_timeout fails its node (the whole rerun's wall clock is no measure
+    # of that on a loaded machine)
     assert code == 0, again.output[-4000:]
-    assert time.monotonic() - started < LEASE_TIMEOUT
     assert_all_finished(cluster, world)

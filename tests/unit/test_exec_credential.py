@@ -59,7 +59,8 @@ def server() -> Iterator[Server]:
 
 
 @pytest.fixture(autouse=True)
-def fresh_caches() -> Iterator[None]:
+def fresh_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv(exec_credential.CACHE_ENV, str(tmp_path / "shared"))
     exec_credential.forget()
     forget_clients()
     yield
@@ -196,3 +197,74 @@ def test_expiration_timestamps_are_read_as_rfc3339():
     assert exec_credential.parse_timestamp("2026-12-03T13:00:00.5+01:00") == moment.timestamp() + 0.5
     cred = exec_credential.parse(json.dumps({"kind": "ExecCredential", "status": {"token": "t"}}), "p")
     assert cred.expires is None and cred.fresh(time.time() + timedelta(days=999).total_seconds())
+
+
+def test_another_process_takes_the_credential_from_the_shared_file_until_its_expiry(tmp_path, server):
+    """Each module task of a run is a process of its own: the first runs the plugin, the others
+    (here: the same process with its memory emptied) find the credential in the user's file."""
+    script = plugin(tmp_path, lives=900)
+    server.accepted.add("token-1")
+    path = kubeconfig(tmp_path, server.url, exec_user(script))
+    for _process in range(3):
+        exec_credential.forget()
+        forget_clients()
+        connect(ConnectionOptions(kubeconfig=path)).get("/version")
+    assert runs(tmp_path) == 1, "the plugin ran again although the shared credential was fresh"
+    (stored,) = (tmp_path / "shared").glob("*.json")
+    assert stored.stat().st_mode & 0o777 == 0o600 and (tmp_path / "shared").stat().st_mode & 0o777 == 0o700
+    # revoked: the process that meets the 401 runs the plugin; the next process takes its new token
+    server.accepted = {"token-2"}
+    exec_credential.forget()
+    forget_clients()
+    connect(ConnectionOptions(kubeconfig=path)).get("/version")
+    exec_credential.forget()
+    forget_clients()
+    connect(ConnectionOptions(kubeconfig=path)).get("/version")
+    assert runs(tmp_path) == 2 and server.seen[-3:] == ["token-1", "token-2", "token-2"]
+
+
+def test_a_process_that_meets_a_401_takes_a_newer_credential_another_process_obtained(tmp_path, server):
+    script = plugin(tmp_path, lives=900)
+    server.accepted.add("token-1")
+    path = kubeconfig(tmp_path, server.url, exec_user(script))
+    old = connect(ConnectionOptions(kubeconfig=path))
+    old.get("/version")
+    server.accepted = {"token-2"}  # token-1 revoked; another process meets it first
+    exec_credential.forget()
+    forget_clients()
+    connect(ConnectionOptions(kubeconfig=path)).get("/version")
+    assert runs(tmp_path) == 2
+    exec_credential._cache.clear()  # the first process again: its memory still holds token-1
+    exec_credential._cache[next(iter(_keys(tmp_path)))] = exec_credential.Credential("token-1", None, None,
+                                                                                      time.time() + 900)
+    assert old.get("/version") == {"gitVersion": "v1.37.2"}
+    assert runs(tmp_path) == 2, "the plugin ran again although another process had renewed the credential"
+
+
+def test_without_the_shared_file_each_process_runs_the_plugin(tmp_path, server, monkeypatch):
+    monkeypatch.setenv(exec_credential.CACHE_ENV, "off")
+    script = plugin(tmp_path, lives=900)
+    server.accepted.update({"token-1", "token-2"})
+    path = kubeconfig(tmp_path, server.url, exec_user(script))
+    for _process in range(2):
+        exec_credential.forget()
+        forget_clients()
+        connect(ConnectionOptions(kubeconfig=path)).get("/version")
+    assert runs(tmp_path) == 2 and not (tmp_path / "shared").exists()
+
+
+def test_a_credential_without_an_expiry_is_never_written_to_a_file(tmp_path, server):
+    script = tmp_path / "forever"
+    script.write_text(f"""#!{sys.executable}
+import json
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {{"token": "token-1"}}}}))
+""")
+    script.chmod(0o755)
+    server.accepted.add("token-1")
+    connect(ConnectionOptions(kubeconfig=kubeconfig(tmp_path, server.url, exec_user(script)))).get("/version")
+    assert not list((tmp_path / "shared").glob("*.json"))
+
+
+def _keys(tmp_path: Path) -> List[str]:
+    return [p.stem for p in (tmp_path / "shared").glob("*.json")]

@@ -75,6 +75,15 @@ options:
     description: With O(state=present), install or upgrade the NodeMaintenance CRD first.
     type: bool
     default: false
+  refuse_not_ready:
+    description:
+      - With O(state=present), refuse a node that is not Ready (NotReady, or unreachable when no kubelet
+        posts its status) before anything is written, as M(nmo.maintenance.nmo_preflight) refuses it, since
+        its drain would wait for evictions that no kubelet carries out. The role sets it unless the drain's
+        C(skip_wait_for_delete_timeout) lets the drain go on without the kubelet.
+      - A node already in maintenance is never refused for it (a node powered off in its work is resumed).
+    type: bool
+    default: false
   label_key:
     description: The label that excludes the node from remediation. Node Health Check reads the default.
     type: str
@@ -395,7 +404,7 @@ def core(client, params):
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
                              run_id=params["run_id"] or "", mode=params["mode"] or operator.STANDALONE,
-                             held_leases=params["held_leases"])
+                             held_leases=params["held_leases"], refuse_not_ready=params["refuse_not_ready"])
     nothing_written = params["state"] == "failed" and params["reached"] == []
     if params["mode"] is None and opts.run_id and not nothing_written:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode
@@ -420,6 +429,7 @@ ARGUMENT_SPEC = {
     "name": {"type": "str"},
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
+    "refuse_not_ready": {"type": "bool", "default": False},
     **specs.LEASE,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},

@@ -3,8 +3,9 @@
 Three nodes the begin cannot take: a control-plane node holding the only etcd member, a node
 whose 250-character name makes names too long, and a node no kubelet keeps Ready. With
 ``node_maintenance_preflight: enforce`` (the default) the play stops at the pre-flight; with
-``warn`` the begin refuses the first two before its first write, and the last line says
-nothing was written. What was written is read from the API server's audit log."""
+``warn`` the begin refuses each of them before its first write (the node without its kubelet
+unless the drain's ``skip_wait_for_delete_timeout`` lets the drain go on without it), and the
+last line says nothing was written. What was written is read from the API server's audit log."""
 
 from __future__ import annotations
 
@@ -121,5 +122,14 @@ def test_the_preflight_refuses_what_the_begin_would_and_nothing_is_written(clust
     said = last_line(refused, cp)
     assert f"node {cp} can never be maintained under this guard" in said and "Nothing was written" in said, said
     assert "could not be recorded" not in said and "rolled back" not in said, said
+
+    # warn, the node no kubelet keeps Ready: refused by the begin too, with the pre-flight's words
+    unready = run("maintenance.yml", inventory(world, tmp_path, {down: None}, node_maintenance_preflight="warn"),
+                  user.kubeconfig)
+    assert unready.proc.returncode != 0
+    said = last_line(unready, down)
+    assert "evictions there wait for a kubelet that is not there" in said and "Nothing was written" in said, said
+    assert "skip_wait_for_delete_timeout" in said and "could not be recorded" not in said, said
     assert maintenance_of(cluster.client, cp) is None and maintenance_of(cluster.client, long) is None
-    assert writes_about(audit, user.name, [cp, long]) == []
+    assert maintenance_of(cluster.client, down) is None
+    assert writes_about(audit, user.name, [cp, long, down]) == []

@@ -96,3 +96,14 @@ def test_the_end_lifting_a_quarantine_removes_its_label_and_annotation_in_the_sa
     assert wanted.annotations[marks.QUARANTINED] is None and wanted.annotations[marks.MAINTAINED_BY] is None
     assert wanted.unschedulable is None, "cordoned before the maintenance: the cordon stays"
     assert marks.QUARANTINED not in marks.end_wanted(node, KEY).labels, "the end alone leaves a quarantine"
+
+
+def test_a_node_without_its_kubelet_is_named_with_its_state_and_refused_in_one_wording():
+    def node(*conditions):
+        return {"status": {"conditions": [{"type": "Ready", "status": c} for c in conditions]}}
+    assert marks.not_ready(node("True")) is None
+    assert marks.not_ready(node("False")).startswith("NotReady")
+    assert marks.not_ready(node("Unknown")).startswith("unreachable (its Ready condition is Unknown")
+    assert marks.not_ready({"status": {}}).startswith("not Ready (it has no Ready condition")
+    said = marks.not_ready_refusal("w1", marks.not_ready(node("Unknown")))
+    assert said.startswith("node w1 is unreachable") and "skip_wait_for_delete_timeout" in said

@@ -134,6 +134,25 @@ def is_ready(node: Dict[str, Any]) -> bool:
     return False
 
 
+def not_ready(node: Dict[str, Any]) -> Optional[str]:
+    """Why a node has no kubelet to stop its pods (``NotReady ...``, ``unreachable ...``), or
+    None when it is Ready: the pre-flight and the begin say the same."""
+    ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
+    status = ready[0].get("status") if ready else None
+    if status == "True":
+        return None
+    return ("NotReady (its Ready condition is False)" if status == "False" else
+            "unreachable (its Ready condition is Unknown: the kubelet stopped posting its status)"
+            if status == "Unknown" else "not Ready (it has no Ready condition: no kubelet ever reported)")
+
+
+def not_ready_refusal(name: str, state: str) -> str:
+    """The no-go of a node without its kubelet, as the pre-flight and the begin word it."""
+    return (f"node {name} is {state}: evictions there wait for a kubelet that is not there to stop the pods, "
+            "so the drain would not finish. Bring the node back, or let the drain go on without its kubelet "
+            "(drain skip_wait_for_delete_timeout)")
+
+
 def is_control_plane(node: Dict[str, Any]) -> bool:
     labels = node.get("metadata", {}).get("labels", {})
     return any(label in labels for label in CONTROL_PLANE_LABELS)

@@ -24,6 +24,7 @@ from ..model import failure, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
+    MAINTAINED_BY,
     begin_wanted,
     cordon_wanted,
     end_wanted,
@@ -31,6 +32,8 @@ from ..model.marks import (
     is_ready,
     left_as_found,
     marking,
+    not_ready,
+    not_ready_refusal,
 )
 from ..model.node_state import Wanted
 from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
@@ -58,6 +61,10 @@ class Options:
     run_id: str = ""
     mode: str = operator.STANDALONE  # operator: NMO does the node's work (operator.py)
     held_leases: str = run.HELD_NONE  # the end: the node's leases the run must still hold (run.Guard)
+    # the begin: a node without its kubelet (NotReady, unreachable) is refused before any write,
+    # as the pre-flight refuses it: its drain would wait for evictions nobody carries out (the
+    # role sets it unless the drain's skip_wait_for_delete_timeout lets the drain go on)
+    refuse_not_ready: bool = False
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -230,6 +237,12 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         node_read = nodes.read_node(client, opts.node)
         # what can never pass is refused before the first write (docs/design.md §4.2)
         disruption.refuse_never_allowed(client, replace(opts.lease, node=opts.node), node_read)
+        # a node this collection already took (its begin's marks are on it) is never refused:
+        # one powered off in its work is resumed, not abandoned
+        ours = MAINTAINED_BY in ((node_read.get("metadata") or {}).get("annotations") or {})
+        unready = not_ready(node_read) if opts.refuse_not_ready and not ours else None
+        if unready:
+            raise RefusedError(f"{not_ready_refusal(opts.node, unready)}. Nothing was written", node=opts.node)
         if opts.install_crd:
             result["crd"] = crd.ensure(client)
             changed = result["crd"]["changed"]

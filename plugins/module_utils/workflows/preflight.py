@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api.client import Client
 from ..errors import InputError
 from ..model import budgets, drain_rules, kubevirt, leases, returning, validation
-from ..model.marks import is_control_plane
+from ..model.marks import is_control_plane, not_ready, not_ready_refusal
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -208,21 +208,15 @@ def judge_names(report: NodeReport, maintenance_name: Optional[str]) -> None:
 
 def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
     """A node whose kubelet does not answer: its evicted pods are never deleted by it."""
-    ready = [c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"]
-    status = ready[0].get("status") if ready else None
-    if status == "True":
+    state = not_ready(node)
+    if state is None:
         return
-    state = ("NotReady (its Ready condition is False)" if status == "False" else
-             "unreachable (its Ready condition is Unknown: the kubelet stopped posting its status)"
-             if status == "Unknown" else "not Ready (it has no Ready condition: no kubelet ever reported)")
-    what = (f"node {report.node} is {state}: evictions there wait for a kubelet that is not there to stop the "
-            "pods")
     if skip_wait:
-        report.warnings.append(f"{what}; the drain stops waiting for each after skip_wait_for_delete_timeout "
-                               f"({skip_wait} s)")
+        report.warnings.append(f"node {report.node} is {state}: evictions there wait for a kubelet that is not "
+                               f"there to stop the pods; the drain stops waiting for each after "
+                               f"skip_wait_for_delete_timeout ({skip_wait} s)")
     else:
-        report.blockers.append(f"{what}, so the drain would not finish. Bring the node back, or let the drain go "
-                               "on without its kubelet (drain skip_wait_for_delete_timeout)")
+        report.blockers.append(not_ready_refusal(report.node, state))
 
 
 def judge_etcd(client: Client, reports: List[NodeReport], nodes: Dict[str, Obj], opts: PreflightOptions) -> None:

@@ -235,8 +235,8 @@ def test_a_process_that_meets_a_401_takes_a_newer_credential_another_process_obt
     connect(ConnectionOptions(kubeconfig=path)).get("/version")
     assert runs(tmp_path) == 2
     exec_credential._cache.clear()  # the first process again: its memory still holds token-1
-    exec_credential._cache[next(iter(_keys(tmp_path)))] = exec_credential.Credential("token-1", None, None,
-                                                                                      time.time() + 900)
+    stale = exec_credential.Credential("token-1", None, None, time.time() + 900)
+    exec_credential._cache[next(iter(_keys(tmp_path)))] = stale
     assert old.get("/version") == {"gitVersion": "v1.37.2"}
     assert runs(tmp_path) == 2, "the plugin ran again although another process had renewed the credential"
 

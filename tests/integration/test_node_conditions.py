@@ -8,7 +8,6 @@ k8s-oldest) none is written and nothing fails.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest

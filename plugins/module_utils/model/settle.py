@@ -194,7 +194,7 @@ def standing(entry: Dict[str, Any], obj: Optional[Dict[str, Any]]) -> str:
     if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
         return f"{label(entry)} gone"
     before = entry.get("ready")
-    desired, ready, _ = wanted_ready(entry["kind"], obj, before)
+    desired, ready = desired_ready(entry["kind"], obj)
     return f"{label(entry)} {ready} of {desired} Ready" + ("" if before is None else f" ({before} before the drain)")
 
 

@@ -45,16 +45,17 @@ def support(client: Client) -> Tuple[bool, str]:
     return model.support(version.minor, gate, error)
 
 
-def write(client: Client, node: str, put: Iterable[Dict[str, Any]] = (), remove: Iterable[str] = ()
-          ) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-    """(the node as written, warnings): one patch of ``nodes/status``; a refusal is a warning."""
+def write(client: Client, node: str, put: Iterable[Dict[str, Any]] = (), remove: Iterable[str] = ()) -> List[str]:
+    """One patch of ``nodes/status`` (none in a dry run or with nothing to change); the
+    warnings (a refusal is one, never a failure)."""
     body = model.patch(put, remove)
     if not body["status"]["conditions"] or client.dry_run:
-        return None, []
+        return []
     try:
-        return client.patch(paths.node(node) + "/status", body, "strategic"), []
+        client.patch(paths.node(node) + "/status", body, "strategic")
     except ApiError as exc:
-        return None, [f"the node lifecycle conditions of node {node} were not written: {exc.message}"]
+        return [f"the node lifecycle conditions of node {node} were not written: {exc.message}"]
+    return []
 
 
 def set_maintenance(client: Client, node: Dict[str, Any], reason: str, maintenance: str) -> Dict[str, Any]:
@@ -68,7 +69,7 @@ def set_maintenance(client: Client, node: Dict[str, Any], reason: str, maintenan
         return {"active": False, "changed": False, "set": [], "why_not": why, "warnings": []}
     put = [model.condition(model.MAINTENANCE, model.REASON_MAINTENANCE, model.begin_message(reason, maintenance),
                            now())]
-    _, warnings = write(client, name, put)
+    warnings = write(client, name, put)
     return {"active": not warnings, "changed": not warnings, "set": [model.MAINTENANCE] if not warnings else [],
             "warnings": warnings}
 
@@ -76,13 +77,13 @@ def set_maintenance(client: Client, node: Dict[str, Any], reason: str, maintenan
 def drain_started(client: Client, node: str) -> List[str]:
     """The drain's start: ``DrainInProgress=True`` (a ``Drained`` of an earlier drain goes)."""
     put = [model.condition(model.DRAINING, model.REASON_DRAINING, f"drain of node {node} started", now())]
-    return write(client, node, put, [model.DRAINED])[1]
+    return write(client, node, put, [model.DRAINED])
 
 
 def drained(client: Client, node: str, message: str) -> List[str]:
     """The drain's end: ``Drained=True`` with what it did, ``DrainInProgress`` removed."""
     put = [model.condition(model.DRAINED, model.REASON_DRAINED, message, now())]
-    return write(client, node, put, [model.DRAINING])[1]
+    return write(client, node, put, [model.DRAINING])
 
 
 def clear(client: Client, node: Dict[str, Any]) -> Dict[str, Any]:
@@ -90,5 +91,5 @@ def clear(client: Client, node: Dict[str, Any]) -> Dict[str, Any]:
     written (and no request) when the node carries none."""
     name = node.get("metadata", {}).get("name", "")
     found = model.ours(node)
-    _, warnings = write(client, name, remove=found)
+    warnings = write(client, name, remove=found)
     return {"removed": found if not warnings else [], "changed": bool(found) and not warnings, "warnings": warnings}

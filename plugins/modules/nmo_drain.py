@@ -124,9 +124,21 @@ options:
       - Before the drain evicts, take the snapshot of what must be whole again after the
         maintenance (see M(nmo.maintenance.nmo_settle)) - the Deployments, StatefulSets, ReplicaSets
         and KubeVirt VirtualMachines of the node's pods and the PodDisruptionBudgets covering
-        them with their C(disruptionsAllowed). It is kept as the Node's annotation
+        them with their C(disruptionsAllowed), each workload with its Ready count then (one list
+        per kind and namespace). It is kept as the Node's annotation
         C(nmo.maintenance/settle) (merged with one a killed run left) and returned as RV(settle).
         Not written in check mode.
+    type: bool
+    default: false
+  node_conditions:
+    description:
+      - Set the node lifecycle condition C(DrainInProgress=True) on the Node's status before the drain
+        evicts (removing a C(Drained) an earlier drain left), and when the drain is done,
+        C(Drained=True) with what it did in its message, C(DrainInProgress) removed; one patch of
+        C(nodes/status) each. A drain that fails leaves C(DrainInProgress); the end removes it.
+      - For a server that knows the node lifecycle conditions; the role sets it when the begin set
+        C(MaintenanceInProgress) (RV(nmo.maintenance.nmo_maintenance#module:node_conditions)). A write the API server
+        refuses is a warning, never a failure. Nothing is written in check mode.
     type: bool
     default: false
 """
@@ -318,8 +330,8 @@ volumes:
 settle:
   description:
     - With O(settle), the snapshot - C(workloads) (each C(kind), C(namespace), C(name), for a
-      Deployment its C(replicaset)) and C(budgets) (each C(namespace), C(name), C(allowed), the
-      C(disruptionsAllowed) before the drain).
+      Deployment its C(replicaset); C(ready), its Ready count before the drain, when it was read)
+      and C(budgets) (each C(namespace), C(name), C(allowed), the C(disruptionsAllowed) before the drain).
   returned: with O(settle)
   type: dict
 """
@@ -328,6 +340,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_conditions import drained_message
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_conditions
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start, settle, volumes
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.run import guard_for
@@ -348,12 +362,20 @@ def core(client, params):
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
         # docs/design.md §4.9.1: what must be whole again, known before anything is evicted
         snap, pods = settle.take_snapshot(client, opts.node) if params["settle"] else (None, None)
+        # docs/design.md §4.11: DrainInProgress, then Drained, where the begin set MaintenanceInProgress
+        lifecycle = params["node_conditions"] and not client.dry_run
+        if lifecycle:
+            warnings += node_conditions.drain_started(client, opts.node)
         try:
             result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
         except NmoError as exc:
             if snap is not None:
                 exc.details["settle"] = snap
             raise
+        if lifecycle:
+            warnings += node_conditions.drained(client, opts.node, drained_message(
+                opts.node, len(result.get("evicted") or []), len(result.get("deleted") or []),
+                len(result.get("skipped_pods") or [])))
         if with_operator and opts.rules:
             warnings.append("drain.rules have no effect in operator mode: the Node Maintenance Operator drains")
         if snap is not None:
@@ -383,7 +405,8 @@ ARGUMENT_SPEC = {
     "validate_only": {"type": "bool", "default": False},
     "operator": {"type": "bool"},
     "volume_detach_timeout": {"type": "float", "default": 0},
-    "settle": {"type": "bool", "default": False}}
+    "settle": {"type": "bool", "default": False},
+    "node_conditions": {"type": "bool", "default": False}}
 
 
 def main():

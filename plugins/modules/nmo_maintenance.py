@@ -84,6 +84,18 @@ options:
       - A node already in maintenance is never refused for it (a node powered off in its work is resumed).
     type: bool
     default: false
+  node_conditions:
+    description:
+      - With O(state=present), set the node lifecycle condition C(MaintenanceInProgress=True) (reason
+        C(MaintenanceWindow), the O(reason) in its message) on the Node's status, where the API server
+        knows the node lifecycle conditions (Kubernetes 1.37 or later with the feature gate
+        C(NodeLifecycleConditions) on, as its C(/metrics) says; reading it needs C(get) on the
+        non-resource URL C(/metrics)). Elsewhere nothing is written and nothing fails; RV(node_conditions)
+        says why. Not set again when ours is there. Not in operator mode.
+      - With O(state=absent) and O(state=failed), the lifecycle conditions this collection set
+        (C(MaintenanceInProgress), C(DrainInProgress), C(Drained)) are removed whatever this says.
+    type: bool
+    default: true
   label_key:
     description: The label that excludes the node from remediation. Node Health Check reads the default.
     type: str
@@ -229,6 +241,19 @@ rolled_back:
   description: Whether the node was returned to service.
   returned: state=failed
   type: bool
+node_conditions:
+  description:
+    - With O(state=present), the node lifecycle conditions of the begin - C(active) (the node carries our
+      C(MaintenanceInProgress), so the drain writes C(DrainInProgress) and C(Drained), see
+      O(nmo.maintenance.nmo_drain#module:node_conditions)), C(changed), C(set) (the types written, or
+      that would be in check mode) and C(why_not) (why none is written on this server).
+  returned: state=present, standalone mode
+  type: dict
+node_conditions_removed:
+  description: The node lifecycle conditions of ours removed (or that would be in check mode).
+  returned: state=absent, state=failed with a rollback
+  type: list
+  elements: str
 node_deleted:
   description:
     - True when the node was not in the cluster any more (deleted during its maintenance). Nothing was
@@ -404,7 +429,8 @@ def core(client, params):
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
                              run_id=params["run_id"] or "", mode=params["mode"] or operator.STANDALONE,
-                             held_leases=params["held_leases"], refuse_not_ready=params["refuse_not_ready"])
+                             held_leases=params["held_leases"], refuse_not_ready=params["refuse_not_ready"],
+                             node_conditions=params["node_conditions"])
     nothing_written = params["state"] == "failed" and params["reached"] == []
     if params["mode"] is None and opts.run_id and not nothing_written:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode
@@ -430,6 +456,7 @@ ARGUMENT_SPEC = {
     "reason": {"type": "str", "default": ""},
     "install_crd": {"type": "bool", "default": False},
     "refuse_not_ready": {"type": "bool", "default": False},
+    "node_conditions": {"type": "bool", "default": True},
     **specs.LEASE,
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "annotations": {"type": "dict"},

@@ -9,15 +9,21 @@ short_description: Wait until the workloads a node's drain evicted are whole aga
 version_added: "0.2.0"
 description:
   - After a node is back in service, before the next node begins, waits (by watch) until every
-    workload whose pods the node's drain evicted is back at its desired ready replicas, and every
-    PodDisruptionBudget covering those pods allows at least as many disruptions as before the drain.
+    workload whose pods the node's drain evicted is as whole as it was before the drain (its Ready
+    count then, at most the replicas it wants now; a Deployment at 2 of 3 Ready before the drain is
+    done at 2 of 3), and every PodDisruptionBudget covering those pods allows at least as many
+    disruptions as before the drain. A snapshot without the Ready count (taken by an older version)
+    waits for every replica a workload wants.
   - What to wait for is the snapshot M(nmo.maintenance.nmo_drain) O(nmo.maintenance.nmo_drain#module:settle)
     took before it evicted, kept as the Node's annotation C(nmo.maintenance/settle). Deployments (through
     their ReplicaSet), StatefulSets, ReplicaSets and KubeVirt VirtualMachines are waited for; a workload
     or budget deleted meanwhile is not.
   - When settled, the annotations C(nmo.maintenance/settle) and C(nmo.maintenance/settle-ended) are
     removed. A node without a snapshot has nothing to wait for.
-  - At O(timeout), fails naming each workload that is not whole and why (C(1 of 3 replicas ready)), with
+  - While it waits, the controller prints a progress line every O(progress_interval) seconds, naming the
+    workloads waited for, each with its Ready and wanted replicas and its Ready count before the drain.
+  - At O(timeout), fails naming each workload that is not whole and why (C(1 of 3 replicas ready (3 before
+    the drain\))), with
     the reasons of its pods that are not ready (Pending and the scheduler's message, an image that cannot
     be pulled). The annotations stay, so the next run settles the node again before anything else.
 author:
@@ -42,6 +48,12 @@ options:
       - Seconds to wait. V(0) does not wait, only removes the annotations.
     type: float
     default: 900
+  progress_interval:
+    description:
+      - Seconds between two progress lines while the settle waits; V(0) prints none. Each line reads
+        the node and, per kind and namespace, its workloads (one request each).
+    type: float
+    default: 10
   run_id:
     description:
       - The playbook run this settle is for (M(nmo.maintenance.nmo_run)). The wait stops, removing
@@ -88,6 +100,17 @@ would_wait_for:
   returned: check mode
   type: list
   elements: dict
+standing:
+  description:
+    - When settled, each workload as it stood, as the progress line shows it
+      (C(Deployment ns/web 2 of 3 Ready (2 before the drain\)); C(gone) when deleted meanwhile).
+  returned: success, when there was something to wait for
+  type: list
+  elements: str
+line:
+  description: When settled, the settle's last progress line (which workloads, Ready of wanted, of before the drain).
+  returned: success, when there was something to wait for
+  type: str
 elapsed:
   description: Seconds the wait took.
   returned: success
@@ -103,16 +126,19 @@ api_requests:
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.settle import Options, settle
 
 
 def core(client, params):
+    validation.seconds(params["progress_interval"], "progress_interval")  # the printer beside reads it
     return settle(client, Options(node=params["node"], timeout=params["timeout"], run_id=params["run_id"] or ""))
 
 
 ARGUMENT_SPEC = {
     "node": {"type": "str", "required": True},
     "timeout": {"type": "float", "default": 900},
+    "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"}}
 
 

@@ -22,8 +22,8 @@ outside ansible-core's stable surface, so loading the action never fails.
 
 One action serves every module (``plugins/action/nmo_maintenance.py``; the other modules'
 action files are links to it); the module it runs is the task's own. Per module, only a
-companion differs: ``nmo_drain`` prints its progress from a thread while it runs
-(``progress``).
+companion differs: ``nmo_drain`` and ``nmo_settle`` print their progress from a thread while
+they run (``progress``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ except ImportError:
 COLLECTION = "nmo.maintenance"
 PACKAGE = "ansible_collections.nmo.maintenance.plugins"
 SWITCH = "NMO_MAINTENANCE_IN_PROCESS"
-COMPANIONS = {f"{COLLECTION}.nmo_drain": "drain_printer"}  # module -> what runs beside it (in progress.py)
+# module -> what runs beside it (in progress.py)
+COMPANIONS = {f"{COLLECTION}.nmo_drain": "drain_printer", f"{COLLECTION}.nmo_settle": "settle_printer"}
 
 display = Display()
 

@@ -1,10 +1,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""nmo_drain's progress line, printed every progress_interval seconds while the drain runs.
+"""The progress lines of nmo_drain and nmo_settle, printed every progress_interval seconds
+while they run.
 
 Beside the drain (in process or shipped), a thread on the controller reads the node's
 NodeMaintenance (the status the drain keeps current) and prints where the drain stands:
 the operator watching the play sees progress without a second task polling an async job,
-which would cost an Ansible task (about half a second) a round.
+which would cost an Ansible task (about half a second) a round. Beside the settle, it reads
+the node's settle snapshot and its workloads (workflows/settle.py ``progress``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,46 @@ class ProgressPrinter(threading.Thread):
                 return (f"{self.node}: draining for {elapsed:.0f} s (its progress cannot be read from the "
                         f"controller: {self.unreadable})")
         return f"{self.node}: draining for {elapsed:.0f} s"
+
+
+class SettlePrinter(ProgressPrinter):
+    """Prints the settle's progress line (which workloads, Ready of wanted, of before the
+    drain) until stopped; never fails the task."""
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started_at
+        if self.unreadable is None:
+            try:
+                from ansible_collections.nmo.maintenance.plugins.module_utils.api import client
+                from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import settle
+
+                if self.client is None:
+                    self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)
+                return settle.progress(self.client, self.node, elapsed)
+            except Exception as exc:  # pylint: disable=broad-exception-caught  # progress must never fail the settle
+                self.unreadable = str(exc) or type(exc).__name__
+                return (f"{self.node}: settling for {elapsed:.0f} s (its progress cannot be read from the "
+                        f"controller: {self.unreadable})")
+        return f"{self.node}: settling for {elapsed:.0f} s"
+
+
+def settle_printer(task: Any) -> Any:
+    """The printer for this nmo_settle task, or Nothing (async, check mode, progress_interval 0,
+    a timeout of 0, arguments the module will refuse at once)."""
+    if task.async_val or task.check_mode:
+        return Nothing()
+    try:
+        from ansible_collections.nmo.maintenance.plugins.modules import nmo_settle
+
+        checked = arguments.check(nmo_settle.ARGUMENT_SPEC, task.args)
+    except ImportError:  # the module is shipped: print how long it runs, at the default interval
+        return SettlePrinter(str(task.args.get("node")), None, DEFAULT_INTERVAL)
+    if checked.error_messages:
+        return Nothing()
+    params = checked.validated_parameters
+    if not params["timeout"] or not 0 < params["progress_interval"] < float("inf"):
+        return Nothing()
+    return SettlePrinter(params["node"], params, params["progress_interval"])
 
 
 def drain_printer(task: Any) -> Any:

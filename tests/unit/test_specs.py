@@ -28,7 +28,7 @@ USERS = {"lease": ["nmo_lease", "nmo_maintenance"], "events": ["nmo_crd", "nmo_m
 DRAIN_USERS = ["nmo_drain", "nmo_preflight"]
 # nmo_drain's options that are the run's or the task's, not how the node is drained
 DRAIN_TASK_OPTIONS = {"node", "maintenance", "run_id", "held_leases", "progress_interval", "validate_only", "operator",
-                      "volume_detach_timeout", "settle"}
+                      "volume_detach_timeout", "settle", "node_conditions"}
 # role variable -> (module, option), the role's default must be the module's: the lease group's
 # options the role takes under their own name, derived; the few named otherwise, by hand
 ROLE_RENAMED = {"node_maintenance_lease_duration": ("nmo_maintenance", "duration"),

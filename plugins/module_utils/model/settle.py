@@ -4,9 +4,12 @@ Before the drain evicts, a snapshot says what must be whole again: the controlle
 node's pods that the drain will evict (Deployment, through its ReplicaSet; StatefulSet;
 ReplicaSet alone; KubeVirt VirtualMachine through its VirtualMachineInstance) and every
 PodDisruptionBudget covering those pods with its ``disruptionsAllowed`` then. After the
-node is back in service, each workload must be at its desired ready replicas and each
-budget must allow at least as many disruptions as before. Where not, ``why_not`` says why,
-and ``pending_reasons`` tells, from its pods, why a replacement is not running.
+node is back in service, each workload must be as whole as it was before the drain (its
+Ready count then, ``ready``, capped by the replicas it wants now: a Deployment at 2 of 3
+Ready before stays done at 2 of 3) and each budget must allow at least as many disruptions
+as before. Where not, ``why_not`` says why, and ``pending_reasons`` tells, from its pods, why
+a replacement is not running. A snapshot without the count (an older one, or garbled) waits
+for every replica the workload wants, as before the count was kept.
 """
 
 from __future__ import annotations
@@ -77,6 +80,23 @@ def snapshot(pods: Iterable[Dict[str, Any]], pdbs: Iterable[Dict[str, Any]],
     return {"workloads": [workloads[k] for k in sorted(workloads)], "budgets": [budgets[k] for k in sorted(budgets)]}
 
 
+def key_of(entry: Dict[str, Any]) -> str:
+    return f"{entry['kind']}/{entry['namespace']}/{entry['name']}"
+
+
+def with_ready(snap: Dict[str, Any], objects: Dict[str, Optional[Dict[str, Any]]]) -> Dict[str, Any]:
+    """The snapshot with each workload's Ready count before the drain (``ready``), from its
+    object as read then (``objects`` by ``key_of``). A workload that already has one keeps it
+    (a rerun's drain sees fewer Ready: the first count wins); one not read gets none."""
+    workloads = []
+    for entry in snap.get("workloads") or []:
+        obj = objects.get(key_of(entry))
+        if "ready" not in entry and obj is not None:
+            entry = dict(entry, ready=desired_ready(entry["kind"], obj)[1])
+        workloads.append(entry)
+    return dict(snap, workloads=workloads)
+
+
 def merge(old: Optional[Dict[str, Any]], new: Dict[str, Any]) -> Dict[str, Any]:
     """Two snapshots as one (a rerun's drain sees fewer pods: the first one's are kept, and a
     budget keeps the count from before the first drain)."""
@@ -116,7 +136,15 @@ def decode(text: Optional[str]) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(snap, dict):
         return None
-    return {"workloads": [w for w in snap.get("workloads") or [] if isinstance(w, dict) and w.get("kind") in KINDS],
+    workloads = []
+    for w in snap.get("workloads") or []:
+        if not (isinstance(w, dict) and w.get("kind") in KINDS and w.get("name")):
+            continue
+        ready = w.get("ready")
+        if "ready" in w and (isinstance(ready, bool) or not isinstance(ready, int) or ready < 0):
+            w = {k: v for k, v in w.items() if k != "ready"}  # garbled: the count is not known
+        workloads.append(w)
+    return {"workloads": workloads,
             "budgets": [b for b in snap.get("budgets") or [] if isinstance(b, dict) and b.get("name")]}
 
 
@@ -132,21 +160,53 @@ def desired_ready(kind: str, obj: Dict[str, Any]) -> Tuple[int, int]:
     return (1 if desired is None else int(desired)), int(status.get("readyReplicas") or 0)
 
 
-def why_not(kind: str, obj: Optional[Dict[str, Any]]) -> Optional[str]:
-    """None when the workload is whole (or gone: nothing to wait for), else why not."""
+def wanted_ready(kind: str, obj: Dict[str, Any], before: Optional[int] = None) -> Tuple[int, int, int]:
+    """(desired, ready, needed): the Ready count the settle waits for is the workload's Ready
+    count before the drain (``before``), never more than it wants now (scaled down meanwhile);
+    without a count, every replica it wants."""
+    desired, ready = desired_ready(kind, obj)
+    return desired, ready, desired if before is None else min(before, desired)
+
+
+def why_not(kind: str, obj: Optional[Dict[str, Any]], before: Optional[int] = None) -> Optional[str]:
+    """None when the workload is as whole as before the drain (or gone: nothing to wait for),
+    else why not."""
     if obj is None:
         return None
     meta, status = obj.get("metadata") or {}, obj.get("status") or {}
     if meta.get("deletionTimestamp"):
         return None
-    desired, ready = desired_ready(kind, obj)
+    desired, ready, needed = wanted_ready(kind, obj, before)
     if kind != "VirtualMachine" and int(status.get("observedGeneration") or 0) < int(meta.get("generation") or 0):
         return f"its controller has not seen generation {meta.get('generation')} yet"
-    if ready < desired:
-        return f"{ready} of {desired} replicas ready"
-    if kind == "Deployment" and int(status.get("updatedReplicas") or 0) < desired:
+    if ready < needed:
+        return f"{ready} of {desired} replicas ready" + ("" if before is None else f" ({before} before the drain)")
+    # a workload whole before the drain is whole again once a rollout begun meanwhile is done;
+    # one that was not whole is not held to more than its Ready count then
+    if kind == "Deployment" and needed == desired and int(status.get("updatedReplicas") or 0) < desired:
         return f"{status.get('updatedReplicas') or 0} of {desired} replicas updated"
     return None
+
+
+def standing(entry: Dict[str, Any], obj: Optional[Dict[str, Any]]) -> str:
+    """A workload as a progress line shows it: ``Deployment ns/web 2 of 3 Ready (2 before the
+    drain)``; ``gone`` when it was deleted meanwhile."""
+    if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+        return f"{label(entry)} gone"
+    before = entry.get("ready")
+    desired, ready = desired_ready(entry["kind"], obj)
+    return f"{label(entry)} {ready} of {desired} Ready" + ("" if before is None else f" ({before} before the drain)")
+
+
+def progress_line(node: str, elapsed: float, waiting: List[str], settled: List[str], limit: int = 5) -> str:
+    """The settle's progress: what it waits for (``waiting``, from ``standing`` and
+    ``budget_short``), at most ``limit`` named, and how many are whole again already."""
+    if not waiting:
+        return f"{node}: settled after {elapsed:.0f} s: " + ("; ".join(settled[:limit]) or "nothing to wait for") + (
+            f" (and {len(settled) - limit} more)" if len(settled) > limit else "")
+    more = f" (and {len(waiting) - limit} more)" if len(waiting) > limit else ""
+    return (f"{node}: settling for {elapsed:.0f} s, waiting for {len(waiting)}: " + "; ".join(waiting[:limit]) + more
+            + (f"; {len(settled)} whole again" if settled else ""))
 
 
 def budget_short(before: int, pdb: Optional[Dict[str, Any]]) -> Optional[str]:

@@ -35,10 +35,11 @@ from ..model.marks import (
     not_ready,
     not_ready_refusal,
 )
+from ..model.node_conditions import ours as ours_conditions
 from ..model.node_state import Wanted
 from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from ..model.taints import MAINTENANCE_TAINTS
-from ..stores import crd, events, maintenance, nodes
+from ..stores import crd, events, maintenance, node_conditions, nodes
 from ..stores import leases as lease_store
 from . import disruption, info, operator, run
 
@@ -65,6 +66,9 @@ class Options:
     # as the pre-flight refuses it: its drain would wait for evictions nobody carries out (the
     # role sets it unless the drain's skip_wait_for_delete_timeout lets the drain go on)
     refuse_not_ready: bool = False
+    # the begin: MaintenanceInProgress on the Node where the API server knows the node lifecycle
+    # conditions (docs/design.md §4.11); the end and the rollback remove ours whatever this says
+    node_conditions: bool = True
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -279,13 +283,18 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         if cordoned["changed"]:
             recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
         progress.done("cordon")
+        # docs/design.md §4.11: MaintenanceInProgress where the API server knows it; never a failure
+        conditions = (node_conditions.set_maintenance(client, node, opts.reason, name) if opts.node_conditions
+                      else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
+                            "warnings": []})
     except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
         raise progress.fail(exc) from None
     result.update(
         changed=changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or tainted
-        or cordoned["changed"],
+        or cordoned["changed"] or conditions["changed"],
+        node_conditions={k: v for k, v in conditions.items() if k != "warnings"},
         reached=progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
         held_leases=run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE,
@@ -295,12 +304,20 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         # what someone else had put on the node stays after the end: said now, when it matters to plan
         warnings=[w for w in [(result.get("crd") or {}).get("warning")] if w]
         + left_as_found(opts.node, {"metadata": {"annotations": done.after["annotations"]}}, ending=False)
-        + lease.get("warnings", []) + recorder.warnings,
+        + lease.get("warnings", []) + recorder.warnings + conditions["warnings"],
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"], "taints": taints_before,
-                         **cordoned["before"]},
+                         **cordoned["before"], **conditions_diff(node_read)},
               "after": {"maintenance": view(nm), **lease["diff"]["after"], "taints": taints_after,
-                        **cordoned["after"]}})
+                        **cordoned["after"], **conditions_diff(node_read, conditions["set"])}})
     return result
+
+
+def conditions_diff(node: Dict[str, Any], put: Optional[List[str]] = None, gone: Optional[List[str]] = None
+                    ) -> Dict[str, Any]:
+    """The node's lifecycle conditions of ours, as the diff shows them (none: no key at all)."""
+    had = ours_conditions(node) if node else []
+    now = sorted((set(had) | set(put or [])) - set(gone or []))
+    return {"node_conditions": now} if had or now else {}
 
 
 def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
@@ -454,6 +471,9 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
             recorder.warnings.append(f"node {opts.node} is not in the cluster any more (deleted during its "
                                      "maintenance): nothing to uncordon or untaint; its leases and NodeMaintenance "
                                      "are dealt with")
+        # docs/design.md §4.11: our node lifecycle conditions go with the marks (none: no request)
+        cleared = (node_conditions.clear(client, node_done["node"]) if node_done["node"]
+                   else {"removed": [], "changed": False, "warnings": []})
         progress.done("uncordon")
         progress.done("taints")
 
@@ -470,17 +490,19 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         raise progress.fail(exc) from None
     after_nm = view(nm) if keep_record else {}
     result.update(
-        changed=node_done["changed"] or released["changed"] or deleted,
+        changed=node_done["changed"] or released["changed"] or deleted or cleared["changed"],
         reached=progress.reached, maintenance=maintenance.summary(nm), deleted=deleted,
+        node_conditions_removed=cleared["removed"],
         released=released["released"], not_released=released["not_released"],
         taints=node_done["taints_after"], cordon=node_done["after"], ready=is_ready(node_done["node"]),
         left_as_found=node_done["left_as_found"],
         events=recorder.recorded,
-        warnings=node_done["left_as_found"] + released.get("warnings", []) + recorder.warnings,
+        warnings=node_done["left_as_found"] + released.get("warnings", []) + recorder.warnings + cleared["warnings"],
         diff={"before": {"maintenance": view(nm), **released["diff"]["before"],
-                         "taints": node_done["taints_before"], **node_done["before"]},
+                         "taints": node_done["taints_before"], **node_done["before"],
+                         **conditions_diff(node_done["node"])},
               "after": {"maintenance": after_nm, **released["diff"]["after"], "taints": node_done["taints_after"],
-                        **node_done["after"]}})
+                        **node_done["after"], **conditions_diff(node_done["node"], gone=cleared["removed"])}})
     return result
 
 

@@ -6,9 +6,13 @@ whole again (``model.settle.snapshot``), merged with a snapshot a killed run lef
 as an annotation of the Node (one merge patch), where a rerun finds it whether the node is
 still in maintenance or back in service. The end marks the node (``settle-ended``).
 
+The snapshot also holds each workload's Ready count then (one list per kind and namespace).
+
 ``settle`` runs after the end: one watch per namespace and kind involved, and one on the
-namespace's budgets, until every workload is at its desired ready replicas and every budget
-allows as many disruptions as before the drain; then both annotations are removed. A
+namespace's budgets, until every workload is as whole as before the drain (its Ready count
+then, at most the replicas it wants now) and every budget allows as many disruptions as
+before the drain; then both annotations are removed. ``progress`` is its progress line,
+which the controller prints while it waits (plugin_utils/progress.py). A
 timeout fails naming each workload that is not whole and why, from its pods (Pending and
 the scheduler's message, an image that cannot be pulled).
 """
@@ -76,9 +80,41 @@ def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[
     pdbs = [b for ns in namespaces for b in list_objects(client, paths.pdbs(ns)).get("items", [])]
     new = model.snapshot(pods, pdbs)
     snap = model.merge(old, new)
+    # each workload's Ready count now, before anything is evicted: what the settle waits for
+    counted = [w for w in snap["workloads"] if "ready" not in w]
+    snap = model.with_ready(snap, read_workloads(client, counted))
     if not client.dry_run and not model.empty(snap) and snap != old:
         annotate(client, node, {model.ANNOTATION: model.encode(snap)})
     return snap, pods
+
+
+def read_workloads(client: Client, entries: List[Dict[str, Any]]) -> Dict[str, Optional[Dict[str, Any]]]:
+    """The workloads of ``entries`` by ``model.key_of``: one list per kind and namespace. A
+    kind the cluster does not serve (KubeVirt's VirtualMachine without KubeVirt) is left out."""
+    found: Dict[str, Optional[Dict[str, Any]]] = {}
+    for kind, namespace in sorted({(w["kind"], w["namespace"]) for w in entries}):
+        try:
+            items = list_objects(client, collection(kind, namespace)).get("items", [])
+        except ApiError as exc:
+            if exc.status == 404:
+                continue
+            raise
+        for obj in items:
+            found[f"{kind}/{namespace}/{(obj.get('metadata') or {}).get('name', '')}"] = obj
+    return found
+
+
+def progress(client: Client, node: str, elapsed: float) -> str:
+    """The settle's progress line, read afresh (the printer beside nmo_settle): the node's
+    snapshot and its workloads, one list per kind and namespace."""
+    snap = model.decode((read_node(client, node).get("metadata", {}).get("annotations") or {}).get(model.ANNOTATION))
+    workloads = (snap or {}).get("workloads") or []
+    objects = read_workloads(client, workloads)
+    waiting, settled = [], []
+    for w in workloads:
+        obj = objects.get(model.key_of(w))
+        (waiting if model.why_not(w["kind"], obj, w.get("ready")) else settled).append(model.standing(w, obj))
+    return model.progress_line(node, elapsed, waiting, settled)
 
 
 # -- after the end ---------------------------------------------------------------------------------
@@ -122,7 +158,7 @@ class Waiting:
     def look(self) -> List[Dict[str, Any]]:
         out = []
         for w in self.snap.get("workloads") or []:
-            why = model.why_not(w["kind"], self.obj(w["kind"], w["namespace"], w["name"]))
+            why = model.why_not(w["kind"], self.obj(w["kind"], w["namespace"], w["name"]), w.get("ready"))
             if why:
                 out.append({**w, "why": why})
         for b in self.snap.get("budgets") or []:
@@ -131,6 +167,11 @@ class Waiting:
                 out.append({**b, "why": why})
         self.not_whole = out
         return out
+
+    def standing(self) -> List[str]:
+        """Each workload as the progress line shows it (Ready of wanted, of before the drain)."""
+        return [model.standing(w, self.obj(w["kind"], w["namespace"], w["name"]))
+                for w in self.snap.get("workloads") or []]
 
     def describe(self) -> str:
         return "; ".join(f"{model.label(e)}: {e['why']}" for e in self.not_whole)
@@ -206,10 +247,12 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
                 pass  # the failure itself is what the operator must see
             raise SettleFailed(text, not_whole=entries, node=opts.node, snapshot=snap,
                                elapsed=round(time.monotonic() - started, 3)) from None
+        standing = waiting.standing()
     # A run killed while the workloads came back must leave the marks for the next run (plan
     # settle): the wait's last look at the run may be up to a tick old, so look once more.
     guard.check(force=True)
     annotate(client, opts.node, ours)
-    result.update(changed=True, settled=True, elapsed=round(time.monotonic() - started, 3),
-                  api_requests=client.requests - first)
+    elapsed = time.monotonic() - started
+    result.update(changed=True, settled=True, elapsed=round(elapsed, 3), standing=standing,
+                  line=model.progress_line(opts.node, elapsed, [], standing), api_requests=client.requests - first)
     return result

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import InputError
-from ..model import budgets, drain_rules, kubevirt, leases, returning, validation
+from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, validation
 from ..model.marks import is_control_plane, not_ready, not_ready_refusal
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
@@ -261,6 +261,24 @@ def judge_rules(report: NodeReport) -> None:
                                    "within the drain's timeout: the drain does not evict it")
 
 
+def judge_holds(report: NodeReport, pods: Dict[str, Obj], node: Obj, now: float) -> None:
+    """Pods that would not leave by themselves (stuck_pods.py): one being deleted and held (a
+    finalizer, a node without its kubelet) is a warning, the drain waits for it; one to evict
+    that carries a finalizer no Kubernetes controller removes, a warning too, naming it."""
+    state = not_ready(node)
+    for plan in report.plans:
+        pod = pods[plan.key]
+        if plan.action == WAIT:
+            text = stuck_pods.held(pod, report.node, state, now)
+            if text:
+                report.warnings.append(f"{plan.key} is {text}" if text.startswith("held") else f"{plan.key}: {text}")
+        elif plan.action == EVICT and not plan.blocked and state is None:
+            own = stuck_pods.own_finalizers(pod)
+            if own:
+                report.warnings.append(f"{plan.key} has {stuck_pods.finalizer_text(own)}: once evicted it stays "
+                                       "(Terminating) until that is removed, and the drain waits for it")
+
+
 def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
     """A no-go for each workload whose replacements the scheduler would put back on the node:
     its pods tolerate both maintenance taints, so the cordon does not keep them off, and the
@@ -306,8 +324,12 @@ def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, 
             report.blockers.append(f"{plan.key} is refused by PDB {v.namespace}/{v.name}, which can never allow it: "
                                    f"{v.never}")
         else:
+            unhealthy = [n for n in (stuck_pods.unhealthy_budget(b, stuck_pods.is_ready(pod)) for b in guarding
+                                     if any(v.name == b["metadata"]["name"] for v in refusing)) if n]
+            if unhealthy:
+                entry["why"] = unhealthy[0]
             report.warnings.append(f"{plan.key} is refused now by PDB {names} (the drain waits for it): "
-                                   f"{entry['message']}")
+                                   f"{entry['message']}" + (f"; {unhealthy[0]}" if unhealthy else ""))
     elif answer.answer == FAILED:
         report.blockers.append(f"{plan.key}: the dry-run eviction failed with {answer.status}: {answer.message}")
 
@@ -420,6 +442,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             pods[plan.key] = pod
         judge_options(report)
         judge_rules(report)
+        judge_holds(report, pods, snapshot.nodes[name], time.time())
         judge_returning(report, pods)
     judge_etcd(client, reports, snapshot.nodes, opts)
     answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)

@@ -224,6 +224,13 @@ gone:
   returned: success or failure after the drain started
   type: list
   elements: dict
+surged:
+  description:
+    - With O(drain.surge), the pods whose Deployment the drain restarted (surge-first), each with C(namespace),
+      C(name), C(reason) and C(deployment). Such a pod goes by its Deployment's rollout once the new pod is Ready.
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
 left_terminating:
   description:
     - Pods still terminating that the drain stopped waiting for after O(drain.skip_wait_for_delete_timeout)

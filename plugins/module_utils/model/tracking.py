@@ -80,6 +80,8 @@ class PendingPod:
     held_until: Optional[float] = None  # epoch seconds, when it left (deleted, or let go)
     budget_note: str = ""
     left_terminating: bool = False  # gone by skip_wait_for_delete_timeout, still terminating
+    surged: str = ""  # surge-first: the Deployment restarted for it (model/surge.py)
+    surge_text: str = ""  # how that rollout goes, as last read
 
     @property
     def note(self) -> str:

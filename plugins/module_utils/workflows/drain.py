@@ -22,8 +22,9 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
-from ..model import drain_rules, returning, stuck_pods, validation
+from ..model import drain_rules, returning, stuck_pods, surge, validation
 from ..model.kubevirt import MODES as KUBEVIRT_MODES
+from ..model.kubevirt import is_launcher
 from ..model.marks import not_ready
 from ..model.pod_filters import (
     COMPLETE,
@@ -52,7 +53,7 @@ from ..model.tracking import (
     pending_pod,
     status_fields,
 )
-from ..stores import maintenance
+from ..stores import maintenance, workloads
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..stores.nodes import read_node
 from ..stores.preflight_reads import namespace_labels
@@ -67,6 +68,7 @@ EVENT_MESSAGE_LIMIT = 1000
 MAX_PARALLELISM = 500
 MAX_RETURNING_EVICTIONS = 100
 RETURNING = "pods keep coming back"  # Tracker.fatal's entry for it; fatal_text says which and why
+SURGE_LOOK = 2.0  # seconds between two reads of a surged Deployment's rollout
 FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
 
 
@@ -97,6 +99,9 @@ class DrainOptions:
     held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
     # drain rules (model/drain_rules.py): order batches, skip, wait-completed; None: no rule
     rules: Optional[List[Dict[str, Any]]] = None
+    # surge-first (model/surge.py): a pod its budget refuses, of a Deployment that can roll out
+    # with a new pod first, gets its Deployment restarted once instead of waiting
+    surge: bool = False
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -218,6 +223,9 @@ class DrainRun:
         self.node = node
         # budgets read to say why they refuse (stuck_pods.unhealthy_budget): (budget, refusal) -> the budget
         self.budgets_read: Dict[Tuple[str, str], Optional[Dict[str, Any]]] = {}
+        # surge-first: each refused pod judged once (pod key -> verdict), the Deployments restarted
+        self.surge_verdicts: Dict[str, surge.Verdict] = {}
+        self.surge_looked: Dict[str, float] = {}  # pod key -> when its Deployment's rollout was last read
         # order batches (drain rules): one batch is the drain as it always was
         self.orders = self.tracker.orders()
         self.batch_order: Optional[int] = None  # the batch announced last
@@ -336,6 +344,8 @@ class DrainRun:
                 continue
             if pod is not None and outcome.kind == REFUSED and with_events:
                 pod.budget_note = self.budget_note(pod, outcome.message)
+                if self.opts.surge and not self.launcher(pod):
+                    pod.budget_note = "; ".join(filter(None, (pod.budget_note, self.surge_note(pod, now))))
             if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
                 self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
 
@@ -348,13 +358,59 @@ class DrainRun:
             return ""
         cache = (f"{pod.plan.namespace}/{named}", message)
         if cache not in self.budgets_read:
-            try:
-                self.budgets_read[cache] = self.client.get(f"{paths.pdbs(pod.plan.namespace)}/{named}")
-            except ApiError:  # not readable (RBAC, deleted): the server's words are all there is
+            try:  # a list by name: the ClusterRole grants list on budgets, not get
+                self.budgets_read[cache] = workloads.named(self.client, paths.pdbs(pod.plan.namespace), named)
+            except ApiError:  # not readable: the server's words are all there is
                 self.budgets_read[cache] = None
         pdb = self.budgets_read[cache]
         current = self.watcher.objects.get(pod.key)
         return stuck_pods.unhealthy_budget(pdb, current is not None and stuck_pods.is_ready(current)) if pdb else ""
+
+    def surge_note(self, pod: PendingPod, now: float) -> str:
+        """Surge-first for a pod its budget refuses: judged once (two reads); when its Deployment
+        can roll out with a new pod first, restarted once (one patch) and a ``Drain`` event; then
+        its rollout read at most every SURGE_LOOK seconds to say how it goes, and whether its
+        new pod cannot be scheduled. The text says what surge does or why it cannot help."""
+        current = self.watcher.objects.get(pod.key)
+        verdict = self.surge_verdicts.get(pod.key)
+        if verdict is None and current is not None:
+            try:
+                verdict = workloads.judge(self.client, current)
+                if verdict.can:
+                    workloads.restart(self.client, pod.plan.namespace, verdict.deployment,
+                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                    pod.surged = verdict.deployment
+                    self.record(DRAIN, f"Pod {pod.key} surged: its PodDisruptionBudget allows no disruption, so "
+                                       f"Deployment {verdict.deployment} was restarted (kubectl rollout restart) to "
+                                       "make its new pod elsewhere before this one goes", pod.key)
+            except ApiError as exc:
+                verdict = surge.Verdict(False, f"surge cannot help: {exc.message}")
+            self.surge_verdicts[pod.key] = verdict
+            self.surge_looked[pod.key] = now
+        if verdict is None or not verdict.can:
+            return verdict.why if verdict else ""
+        if now - self.surge_looked.get(pod.key, 0) < SURGE_LOOK:
+            return pod.surge_text or verdict.why
+        self.surge_looked[pod.key] = now
+        try:
+            deployment, pods = workloads.look(self.client, pod.plan.namespace, verdict.deployment)
+        except ApiError:
+            return pod.surge_text or verdict.why
+        stuck = surge.unschedulable(pods, pod.plan.uid)
+        if stuck:
+            text = f"surge blocked: Deployment {verdict.deployment} restarted, but {stuck}"
+            if text != pod.surge_text:
+                self.record(DRAIN_ERROR, f"Pod {pod.key}: {text}", pod.key, "Warning")
+        else:
+            text = (f"surging: Deployment {verdict.deployment} restarted, "
+                    f"{surge.ready_replicas(deployment or {})}; this pod goes when its new one is Ready")
+        pod.surge_text = text
+        return text
+
+    def launcher(self, pod: PendingPod) -> bool:
+        """A VM's pod (virt-launcher): KubeVirt's to move, never a Deployment's to surge."""
+        current = self.watcher.objects.get(pod.key)
+        return current is not None and is_launcher(current)
 
     def node_state(self) -> Optional[str]:
         """The node's ``not_ready`` as the Node watch last saw it (no request)."""
@@ -563,8 +619,11 @@ def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[s
     """evicted / deleted: our request was accepted; gone: it left without one (already
     terminating, or removed by someone else meanwhile)."""
     out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": [], "completed": [],
-                                            "left_terminating": []}
+                                            "left_terminating": [], "surged": []}
     for pod in sorted(tracker.done, key=lambda p: p.key):
+        if pod.surged:
+            out["surged"].append({**brief(pod, f"Deployment {pod.surged} restarted (surge): its new pod was made "
+                                               "elsewhere before this one went"), "deployment": pod.surged})
         if pod.left_terminating:
             out["left_terminating"].append(brief(pod, left_reason(pod, opts)))
         elif pod.action == COMPLETE:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
+from ..errors import ApiError, DisruptionBudgetRefusal, EvacuationStarted, TlsVerifyError
 from .drain_rules import blocked_message
 from .pod_filters import COMPLETE, DELETE, EVICT, WAIT, PodPlan, deletion_age, is_finished
 
@@ -19,6 +19,8 @@ ACCEPTED = "accepted"  # the pod is deleting; the watch tells when it is gone
 REFUSED = "refused"  # 429 from a PodDisruptionBudget: not now
 RETRY = "retry"  # a transient failure (throttling, 5xx, conflict, connection) outlasting the client's retries
 FATAL = "fatal"  # retrying cannot help: the drain fails
+EVACUATING = "evacuating"  # 429 from an owner that evacuates the pod itself (KubeVirt, descheduler protocol)
+EVACUATION_RETRY = 10.0  # seconds at least between two evictions of a pod its owner evacuates
 
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
 NAMES_SHOWN = 5  # pods named per distinct error in a message; the others are counted
@@ -37,6 +39,8 @@ def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
     text = server_text(error)
     if error.status == 404:
         return Outcome(ACCEPTED, "already gone")
+    if isinstance(error, EvacuationStarted):  # before the budget: its owner moves it, no budget keeps it
+        return Outcome(EVACUATING, f"pod {key} is being evacuated by its owner (not blocked by a budget): {text}")
     if isinstance(error, DisruptionBudgetRefusal):
         return Outcome(REFUSED, text)
     if error.status == 429:  # the client retried it for its whole budget: ask again later, blame nobody
@@ -210,6 +214,8 @@ class Tracker:
         if outcome.kind == FATAL:
             self.fatal.append(outcome.message)
             self.fatal_pods.append((key, outcome.message))
+        elif outcome.kind == EVACUATING:  # asked again at a slower pace: the owner is at work
+            pod.next_attempt = now + max(EVACUATION_RETRY, self.retry_delay)
         else:
             pod.next_attempt = now + self.retry_delay
             if outcome.kind == REFUSED and pod.first_refusal is None:

@@ -39,6 +39,8 @@ from ..model.pod_filters import (
     refusal_message,
 )
 from ..model.tracking import (
+    EVACUATING,
+    EVACUATION_RETRY,
     FATAL,
     REFUSED,
     RETRY,
@@ -348,6 +350,9 @@ class DrainRun:
                     pod.budget_note = "; ".join(filter(None, (pod.budget_note, self.surge_note(pod, now))))
             if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
                 self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
+            if pod is not None and with_events and outcome.kind == EVACUATING:
+                self.record(DRAIN, f"{outcome.message}. Asked again every {max(EVACUATION_RETRY, self.opts.retry_delay):g} "
+                                   "s until it is gone", key)
 
     def budget_note(self, pod: PendingPod, message: str) -> str:
         """Why the budget refusing ``pod`` allows 0 disruptions when it is because some of its

@@ -41,7 +41,7 @@ def test_a_429_is_told_apart(status, message, body, kind):
     if kind is None:
         assert not isinstance(error, TooManyRequests) and not evacuation_started(status, message)
     else:
-        assert type(error) is kind, type(error)
+        assert error.__class__ is kind, error.__class__
     assert isinstance(error, EvacuationStarted) == (kind is EvacuationStarted)
 
 

@@ -52,6 +52,16 @@ options:
         description: Pods terminating for longer than this many seconds are not waited for. 0 waits for all.
         type: int
         default: 0
+      surge:
+        description:
+          - Surge-first. A pod its PodDisruptionBudget refuses, of a Deployment whose RollingUpdate has an effective
+            maxSurge of at least 1 and maxUnavailable 0, gets its Deployment restarted once (the pod template's
+            C(kubectl.kubernetes.io/restartedAt), as C(kubectl rollout restart)); its new pod is made elsewhere before
+            the old one goes, so the budget is never broken. Never for a Recreate Deployment, a StatefulSet, a bare pod
+            or a Deployment being rolled out already, and the reason is said. M(nmo.maintenance.nmo_preflight) says per
+            refused pod whether surge would free it.
+        type: bool
+        default: false
       parallelism:
         description:
           - At most this many eviction requests at a time (dry-run ones for M(nmo.maintenance.nmo_preflight)),
@@ -218,6 +228,10 @@ options:
     choices:
       - wait
       - migrate
+  surge:
+    description:
+      - The same as O(drain.surge), for tasks written before O(drain); ignored when O(drain) is given.
+    type: bool
   rules:
     description:
       - The same as O(drain.rules), for tasks written before O(drain); ignored when O(drain) is given.

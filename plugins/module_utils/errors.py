@@ -106,6 +106,13 @@ class DisruptionBudgetRefusal(TooManyRequests):
     """429 to an eviction because a PodDisruptionBudget says no: the pod stays, for now."""
 
 
+class EvacuationStarted(TooManyRequests):
+    """429 to an eviction whose owner moves the pod itself: KubeVirt's eviction webhook for a VM
+    with ``evictionStrategy: LiveMigrate`` (it starts a live migration), or an owner that speaks
+    the descheduler's ``descheduler.alpha.kubernetes.io/request-evict-only`` protocol. The pod is
+    being evacuated, not kept by a budget: it goes when its owner is done."""
+
+
 class UnprocessableEntity(ApiError):
     """422 from the API server: for JSON Patch, a failed ``test`` operation."""
 
@@ -133,6 +140,17 @@ class WaitTimeout(NmoError):
 PDB_REFUSAL = "Cannot evict pod as it would violate the pod's disruption budget"
 
 
+# The text both KubeVirt's eviction webhook (``Eviction triggered evacuation of VMI "ns/vm"``,
+# ``Evacuation in progress: ...`` when asked again) and the descheduler's request-evict-only
+# protocol use to say the eviction started an evacuation by the pod's owner.
+EVACUATION_TEXT = "Eviction triggered evacuation"
+
+
+def evacuation_started(status: int, message: str) -> bool:
+    """Whether an eviction's 429 says its owner evacuates the pod itself (EvacuationStarted)."""
+    return status == 429 and EVACUATION_TEXT in (message or "")
+
+
 def refused_by_budget(status: int, message: str, body: Optional[dict]) -> bool:
     """Whether an answer is a PodDisruptionBudget refusing an eviction, told from the API
     server's own throttling (also a 429): the eviction API names the budget in a cause of
@@ -147,6 +165,8 @@ def refused_by_budget(status: int, message: str, body: Optional[dict]) -> bool:
 def api_error(status: int, reason: str, message: str, method: str = "", path: str = "",
               body: Optional[dict] = None) -> ApiError:
     """The ApiError subclass that matches an HTTP status (and, for a 429, who refused)."""
+    if evacuation_started(status, message):
+        return EvacuationStarted(status, reason, message, method, path, body)
     if refused_by_budget(status, message, body):
         return DisruptionBudgetRefusal(status, reason, message, method, path, body)
     cls = {404: NotFound, 409: Conflict, 422: UnprocessableEntity, 429: TooManyRequests}.get(status, ApiError)

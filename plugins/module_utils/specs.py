@@ -69,6 +69,8 @@ SELECTION: Spec = {
     "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
     "parallelism": {"type": "int", "default": 32},
     "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"},
+    # surge-first (model/surge.py): restart the Deployment of a pod its budget keeps
+    "surge": {"type": "bool", "default": False},
     # drain rules (model/drain_rules.py checks them again, for callers of the core and clear messages)
     "rules": {"type": "list", "elements": "dict", "options": {
         "name": {"type": "str"},

@@ -236,6 +236,21 @@ gone:
   returned: success or failure after the drain started
   type: list
   elements: dict
+surged:
+  description:
+    - With O(drain.surge), the pods whose Deployment the drain restarted (surge-first), each with C(namespace),
+      C(name), C(reason) and C(deployment). Such a pod goes by its Deployment's rollout once the new pod is Ready.
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
+left_terminating:
+  description:
+    - Pods still terminating that the drain stopped waiting for after O(drain.skip_wait_for_delete_timeout)
+      seconds, as C(kubectl drain) does, each with C(namespace), C(name) and C(reason) (why it did not leave,
+      a finalizer, a node without its kubelet). A warning names them too.
+  returned: success or failure after the drain started
+  type: list
+  elements: dict
 pending:
   description: Pods not gone when the drain ended (on failure), each with C(last_error) and C(attempts).
   returned: success or failure after the drain started

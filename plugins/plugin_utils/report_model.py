@@ -324,8 +324,8 @@ def lease_waits(phases: List[Phase], begin: Dict[str, Any]) -> List[Dict[str, An
 
 def pods_moved(story: NodeStory, drain: Dict[str, Any], replacements: Dict[str, Any]) -> List[Dict[str, Any]]:
     out = []
-    for how in ("evicted", "deleted"):
-        for pod in drain.get(how) or []:
+    for how, listed in (("evicted", "evicted"), ("deleted", "deleted"), ("left terminating", "left_terminating")):
+        for pod in drain.get(listed) or []:
             if isinstance(pod, dict):
                 key = f"{pod.get('namespace', '')}/{pod.get('name', '')}"
                 out.append({"pod": key, "how": how, "from": story.node, "to": replacements.get(key)})

@@ -279,3 +279,12 @@ def test_replacements_are_found_from_the_moved_pods_owners_not_from_every_pod_of
     assert [p["metadata"]["name"] for p in found] == ["job-x-qqqqq"]
     pages = [q for path, q in server.queries if path.endswith("/pods")]
     assert len(pages) == 3 and all(q["limit"] == 500 for q in pages), pages
+
+
+def test_pods_left_terminating_are_moved_pods_of_their_own():
+    """skip_wait_for_delete_timeout's pods are named in report.json, apart from the evicted ones."""
+    drain = {"evicted": [{"namespace": "ns", "name": "a"}],
+             "left_terminating": [{"namespace": "ns", "name": "b", "reason": "still terminating after ..."}]}
+    assert report_model.pods_moved(report_model.NodeStory("h", "node-a"), drain, {}) == [
+        {"pod": "ns/a", "how": "evicted", "from": "node-a", "to": None},
+        {"pod": "ns/b", "how": "left terminating", "from": "node-a", "to": None}]

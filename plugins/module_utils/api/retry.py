@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Optional, TypeVar
 
-from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
+from ..errors import ApiError, DisruptionBudgetRefusal, EvacuationStarted, TlsVerifyError
 
 T = TypeVar("T")
 
@@ -92,8 +92,8 @@ def transient(error: BaseException, starting: bool = False) -> bool:
         return False  # a certificate that does not verify will not verify next time either
     if error.status in (401, 403):
         return starting
-    if isinstance(error, DisruptionBudgetRefusal):
-        return False  # a PodDisruptionBudget's answer: the drain decides when to ask again
+    if isinstance(error, (DisruptionBudgetRefusal, EvacuationStarted)):
+        return False  # a budget's answer, or an owner evacuating the pod: the drain decides when to ask again
     status = error.status
     if status == 0:  # connection refused or reset, a timeout: no answer at all
         return True

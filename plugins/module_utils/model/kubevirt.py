@@ -45,6 +45,11 @@ MODES = (MIGRATE, WAIT)
 
 
 # -- pods ---------------------------------------------------------------------------------------
+def is_launcher(pod: Obj) -> bool:
+    """A virt-launcher pod, by its label (a VM's pod: KubeVirt's to move, never surged)."""
+    return (pod.get("metadata", {}).get("labels") or {}).get(LAUNCHER_LABEL) == LAUNCHER
+
+
 def vmi_of(pod: Obj) -> Optional[str]:
     """The name of the VMI a virt-launcher pod runs (its controller), None for other pods."""
     meta = pod.get("metadata", {})

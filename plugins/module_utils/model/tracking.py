@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ..errors import ApiError, DisruptionBudgetRefusal, TlsVerifyError
+from ..errors import ApiError, DisruptionBudgetRefusal, EvacuationStarted, TlsVerifyError
 from .drain_rules import blocked_message
 from .pod_filters import COMPLETE, DELETE, EVICT, WAIT, PodPlan, deletion_age, is_finished
 
@@ -19,6 +19,8 @@ ACCEPTED = "accepted"  # the pod is deleting; the watch tells when it is gone
 REFUSED = "refused"  # 429 from a PodDisruptionBudget: not now
 RETRY = "retry"  # a transient failure (throttling, 5xx, conflict, connection) outlasting the client's retries
 FATAL = "fatal"  # retrying cannot help: the drain fails
+EVACUATING = "evacuating"  # 429 from an owner that evacuates the pod itself (KubeVirt, descheduler protocol)
+EVACUATION_RETRY = 10.0  # seconds at least between two evictions of a pod its owner evacuates
 
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
 NAMES_SHOWN = 5  # pods named per distinct error in a message; the others are counted
@@ -37,6 +39,8 @@ def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
     text = server_text(error)
     if error.status == 404:
         return Outcome(ACCEPTED, "already gone")
+    if isinstance(error, EvacuationStarted):  # before the budget: its owner moves it, no budget keeps it
+        return Outcome(EVACUATING, f"pod {key} is being evacuated by its owner (not blocked by a budget): {text}")
     if isinstance(error, DisruptionBudgetRefusal):
         return Outcome(REFUSED, text)
     if error.status == 429:  # the client retried it for its whole budget: ask again later, blame nobody
@@ -73,6 +77,20 @@ class PendingPod:
     blocked: str = ""  # the do-not-disrupt annotation that holds it (never sent while set)
     accepted_at: Optional[float] = None  # when our request was accepted (the end of a refusal)
     refusal: str = ""  # the first PodDisruptionBudget refusal's message
+    # pods that do not leave (stuck_pods.py): why it is still there (a finalizer, a node
+    # without its kubelet), from the watch's view; and why its budget refuses (unhealthy pods)
+    held: str = ""
+    held_since: Optional[float] = None  # epoch seconds, when ``held`` was first said
+    held_until: Optional[float] = None  # epoch seconds, when it left (deleted, or let go)
+    budget_note: str = ""
+    left_terminating: bool = False  # gone by skip_wait_for_delete_timeout, still terminating
+    surged: str = ""  # surge-first: the Deployment restarted for it (model/surge.py)
+    surge_text: str = ""  # how that rollout goes, as last read
+
+    @property
+    def note(self) -> str:
+        """Its current reason, in the operator's words: a hold, else its budget's, else its last error."""
+        return self.held or self.budget_note or self.last_error
 
     @property
     def key(self) -> str:
@@ -116,6 +134,7 @@ class Tracker:
     done: List[PendingPod] = field(default_factory=list)
     retries: int = 0
     last_error: str = ""
+    last_error_key: str = ""  # the pod whose answer set last_error ("" when not one pod's)
     fatal: List[str] = field(default_factory=list)
     fatal_pods: List[Tuple[str, str]] = field(default_factory=list)  # (pod key, message), for grouping
 
@@ -186,14 +205,17 @@ class Tracker:
             return None
         pod.in_flight = False
         if outcome.kind == ACCEPTED:
+            pod.budget_note = ""
             pod.accepted = True
             pod.accepted_at = now
             return pod
         pod.last_error = outcome.message
-        self.last_error = outcome.message
+        self.last_error, self.last_error_key = outcome.message, key
         if outcome.kind == FATAL:
             self.fatal.append(outcome.message)
             self.fatal_pods.append((key, outcome.message))
+        elif outcome.kind == EVACUATING:  # asked again at a slower pace: the owner is at work
+            pod.next_attempt = now + max(EVACUATION_RETRY, self.retry_delay)
         else:
             pod.next_attempt = now + self.retry_delay
             if outcome.kind == REFUSED and pod.first_refusal is None:
@@ -206,9 +228,36 @@ class Tracker:
         gone = [p for p in self.pending.values()
                 if is_gone(p.plan.uid, objects.get(p.key), epoch_now, self.skip_after, p.action == COMPLETE)]
         for pod in gone:
+            current = objects.get(pod.key)
+            # still there, same pod: let go by skip_wait_for_delete_timeout, as kubectl does
+            pod.left_terminating = (current is not None and current.get("metadata", {}).get("uid") == pod.plan.uid
+                                    and not (pod.action == COMPLETE and is_finished(current)))
+            if pod.held_since is not None:
+                pod.held_until = epoch_now
             del self.pending[pod.key]
             self.done.append(pod)
         return gone
+
+    def note(self, text: str) -> None:
+        """A last error that is no single pod's answer (a migration's, say)."""
+        self.last_error, self.last_error_key = text, ""
+
+    def current_error(self) -> str:
+        """What the NodeMaintenance's lastError says now: the holds of the pods still pending
+        (finalizers, a node without its kubelet, unhealthy budgets), grouped; else the last
+        answer, unless its pod is gone (then the error of a pod still pending, or none): never
+        an old refusal of a pod that left."""
+        pods = sorted(self.pending.values(), key=lambda p: p.key)
+        holds = [(p.key, p.held or p.budget_note) for p in pods if p.held or p.budget_note]
+        if holds:
+            return group(holds)
+        if self.last_error_key and self.last_error_key not in self.pending:
+            return next((p.last_error for p in pods if p.last_error), "")
+        return self.last_error
+
+    def left(self) -> List[PendingPod]:
+        """The pods let go by skip_wait_for_delete_timeout while still terminating."""
+        return sorted((p for p in self.done if p.left_terminating), key=lambda p: p.key)
 
     def blocked(self, now: float, epoch_now: float) -> List[Dict[str, Any]]:
         """The pods a PodDisruptionBudget refused, each with when (epoch seconds) the refusals
@@ -216,10 +265,16 @@ class Tracker:
         refusal's message: what blocked the drain and for how long (the run report's)."""
         out = []
         for pod in sorted(self.done + list(self.pending.values()), key=lambda p: p.key):
+            if pod.held_since is not None:  # held by a finalizer, or on a node without its kubelet
+                end = pod.held_until if pod.held_until is not None else epoch_now
+                out.append({"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": pod.held,
+                            "since": round(pod.held_since, 3), "until": round(end, 3),
+                            "seconds": round(end - pod.held_since, 3), "still_refused": pod.held_until is None})
             if pod.first_refusal is None:
                 continue
             until = pod.accepted_at if pod.accepted_at is not None else now
-            out.append({"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": pod.refusal,
+            reason = pod.refusal + (f"; {pod.budget_note}" if pod.budget_note else "")
+            out.append({"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": reason,
                         "since": round(epoch_now - (now - pod.first_refusal), 3),
                         "until": round(epoch_now - (now - until), 3),
                         "seconds": round(until - pod.first_refusal, 3), "still_refused": pod.accepted_at is None})
@@ -237,7 +292,7 @@ class Tracker:
         """The pending pods grouped by their last error, one part per distinct error with a
         count (the same 403 for 30 pods is said once, not 30 times)."""
         pods = sorted(self.pending.values(), key=lambda p: p.key)
-        entries = [(p.key, p.last_error or ("deleting" if p.accepted else "")) for p in pods]
+        entries = [(p.key, p.note or ("deleting" if p.accepted else "")) for p in pods]
         return group(entries, limit=max(1, limit)) if entries else "none"
 
     def fatal_summary(self) -> str:

@@ -22,8 +22,10 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, list_objects, object_key, wait_until
 from ..errors import ApiError, InputError, NmoError, NotFound, WaitTimeout
-from ..model import drain_rules, returning, validation
+from ..model import drain_rules, returning, stuck_pods, surge, validation
 from ..model.kubevirt import MODES as KUBEVIRT_MODES
+from ..model.kubevirt import is_launcher
+from ..model.marks import not_ready
 from ..model.pod_filters import (
     COMPLETE,
     DELETE,
@@ -37,6 +39,8 @@ from ..model.pod_filters import (
     refusal_message,
 )
 from ..model.tracking import (
+    EVACUATING,
+    EVACUATION_RETRY,
     FATAL,
     REFUSED,
     RETRY,
@@ -51,7 +55,7 @@ from ..model.tracking import (
     pending_pod,
     status_fields,
 )
-from ..stores import maintenance
+from ..stores import maintenance, workloads
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
 from ..stores.nodes import read_node
 from ..stores.preflight_reads import namespace_labels
@@ -66,6 +70,7 @@ EVENT_MESSAGE_LIMIT = 1000
 MAX_PARALLELISM = 500
 MAX_RETURNING_EVICTIONS = 100
 RETURNING = "pods keep coming back"  # Tracker.fatal's entry for it; fatal_text says which and why
+SURGE_LOOK = 2.0  # seconds between two reads of a surged Deployment's rollout
 FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
 
 
@@ -96,6 +101,9 @@ class DrainOptions:
     held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
     # drain rules (model/drain_rules.py): order batches, skip, wait-completed; None: no rule
     rules: Optional[List[Dict[str, Any]]] = None
+    # surge-first (model/surge.py): a pod its budget refuses, of a Deployment that can roll out
+    # with a new pod first, gets its Deployment restarted once instead of waiting
+    surge: bool = False
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:
@@ -213,7 +221,13 @@ class DrainRun:
         self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
                                   skip_after=opts.skip_wait_for_delete_timeout)
         held = next((p.last_error for p in self.tracker.pending.values() if p.blocked or p.action == COMPLETE), "")
-        self.tracker.last_error = held  # a do-not-disrupt pod, or one waited for, says so from the start
+        self.tracker.note(held)  # a do-not-disrupt pod, or one waited for, says so from the start
+        self.node = node
+        # budgets read to say why they refuse (stuck_pods.unhealthy_budget): (budget, refusal) -> the budget
+        self.budgets_read: Dict[Tuple[str, str], Optional[Dict[str, Any]]] = {}
+        # surge-first: each refused pod judged once (pod key -> verdict), the Deployments restarted
+        self.surge_verdicts: Dict[str, surge.Verdict] = {}
+        self.surge_looked: Dict[str, float] = {}  # pod key -> when its Deployment's rollout was last read
         # order batches (drain rules): one batch is the drain as it always was
         self.orders = self.tracker.orders()
         self.batch_order: Optional[int] = None  # the batch announced last
@@ -267,7 +281,7 @@ class DrainRun:
 
     # -- status and events --------------------------------------------------------------------
     def fields(self, finished: bool = False, error: Optional[str] = None) -> Dict[str, Any]:
-        last_error = error if error is not None else self.tracker.last_error
+        last_error = error if error is not None else self.tracker.current_error()
         wanted = status_fields(self.total, self.eviction_pods, self.tracker.pending.values(), last_error, finished)
         if self.kubevirt is not None:
             wanted["migrations"] = self.kubevirt.status()
@@ -330,8 +344,97 @@ class DrainRun:
                     and self.kubevirt.refused(pod)):
                 self.tracker.last_error = pod.last_error  # the VM's migration speaks for its pod
                 continue
+            if pod is not None and outcome.kind == REFUSED and with_events:
+                pod.budget_note = self.budget_note(pod, outcome.message)
+                if self.opts.surge and not self.launcher(pod):
+                    pod.budget_note = "; ".join(filter(None, (pod.budget_note, self.surge_note(pod, now))))
             if pod is not None and with_events and outcome.kind in (REFUSED, FATAL):
                 self.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
+            if pod is not None and with_events and outcome.kind == EVACUATING:
+                self.record(DRAIN, f"{outcome.message}. Asked again every {max(EVACUATION_RETRY, self.opts.retry_delay):g} "
+                                   "s until it is gone", key)
+
+    def budget_note(self, pod: PendingPod, message: str) -> str:
+        """Why the budget refusing ``pod`` allows 0 disruptions when it is because some of its
+        pods are not Ready. The budget is read once per distinct refusal (its message counts
+        the healthy pods, so a change reads it again): a drain no budget refuses reads none."""
+        named = stuck_pods.budget_named(message)
+        if not named:
+            return ""
+        cache = (f"{pod.plan.namespace}/{named}", message)
+        if cache not in self.budgets_read:
+            try:  # a list by name: the ClusterRole grants list on budgets, not get
+                self.budgets_read[cache] = workloads.named(self.client, paths.pdbs(pod.plan.namespace), named)
+            except ApiError:  # not readable: the server's words are all there is
+                self.budgets_read[cache] = None
+        pdb = self.budgets_read[cache]
+        current = self.watcher.objects.get(pod.key)
+        return stuck_pods.unhealthy_budget(pdb, current is not None and stuck_pods.is_ready(current)) if pdb else ""
+
+    def surge_note(self, pod: PendingPod, now: float) -> str:
+        """Surge-first for a pod its budget refuses: judged once (two reads); when its Deployment
+        can roll out with a new pod first, restarted once (one patch) and a ``Drain`` event; then
+        its rollout read at most every SURGE_LOOK seconds to say how it goes, and whether its
+        new pod cannot be scheduled. The text says what surge does or why it cannot help."""
+        current = self.watcher.objects.get(pod.key)
+        verdict = self.surge_verdicts.get(pod.key)
+        if verdict is None and current is not None:
+            try:
+                verdict = workloads.judge(self.client, current)
+                if verdict.can:
+                    workloads.restart(self.client, pod.plan.namespace, verdict.deployment,
+                                      time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+                    pod.surged = verdict.deployment
+                    self.record(DRAIN, f"Pod {pod.key} surged: its PodDisruptionBudget allows no disruption, so "
+                                       f"Deployment {verdict.deployment} was restarted (kubectl rollout restart) to "
+                                       "make its new pod elsewhere before this one goes", pod.key)
+            except ApiError as exc:
+                verdict = surge.Verdict(False, f"surge cannot help: {exc.message}")
+            self.surge_verdicts[pod.key] = verdict
+            self.surge_looked[pod.key] = now
+        if verdict is None or not verdict.can:
+            return verdict.why if verdict else ""
+        if now - self.surge_looked.get(pod.key, 0) < SURGE_LOOK:
+            return pod.surge_text or verdict.why
+        self.surge_looked[pod.key] = now
+        try:
+            deployment, pods = workloads.look(self.client, pod.plan.namespace, verdict.deployment)
+        except ApiError:
+            return pod.surge_text or verdict.why
+        stuck = surge.unschedulable(pods, pod.plan.uid)
+        if stuck:
+            text = f"surge blocked: Deployment {verdict.deployment} restarted, but {stuck}"
+            if text != pod.surge_text:
+                self.record(DRAIN_ERROR, f"Pod {pod.key}: {text}", pod.key, "Warning")
+        else:
+            text = (f"surging: Deployment {verdict.deployment} restarted, "
+                    f"{surge.ready_replicas(deployment or {})}; this pod goes when its new one is Ready")
+        pod.surge_text = text
+        return text
+
+    def launcher(self, pod: PendingPod) -> bool:
+        """A VM's pod (virt-launcher): KubeVirt's to move, never a Deployment's to surge."""
+        current = self.watcher.objects.get(pod.key)
+        return current is not None and is_launcher(current)
+
+    def node_state(self) -> Optional[str]:
+        """The node's ``not_ready`` as the Node watch last saw it (no request)."""
+        node = self.node
+        if self.node_watcher is not None:
+            node = next(iter(self.node_watcher.objects.values()), node)
+        return not_ready(node) if node else None
+
+    def look_at_holds(self, epoch_now: float) -> None:
+        """Name what holds each pending pod being deleted (stuck_pods.held), from the watch's view;
+        a Warning event when a pod is first seen held."""
+        state = self.node_state()
+        for pod in self.tracker.pending.values():
+            text = stuck_pods.held(self.watcher.objects.get(pod.key), self.opts.node, state, epoch_now)
+            if text and not pod.held:
+                if pod.held_since is None:
+                    pod.held_since = epoch_now
+                self.record(DRAIN_ERROR, f"Pod {pod.key} does not leave: {text}", pod.key, "Warning")
+            pod.held = text
 
     def fatal_text(self) -> str:
         """The errors that stopped the drain: those of pods grouped (one per distinct error,
@@ -345,7 +448,8 @@ class DrainRun:
     def refusal_event(self, pod: PendingPod, outcome: Outcome) -> str:
         if outcome.kind == FATAL:
             return outcome.message
-        return f"{outcome.message} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
+        why = f" {pod.budget_note}." if pod.budget_note else ""
+        return f"{outcome.message}{why} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
 
     # -- pods that come back ---------------------------------------------------------------------
     def look_for_returning(self, pods: Optional[List[Dict[str, Any]]] = None) -> int:
@@ -415,12 +519,13 @@ class DrainRun:
             self.run_guard.check_maintenance(next(iter(self.maintenance_watcher.objects.values()), None))
         self.take_answers()
         self.tracker.settle(self.watcher.objects, time.time())
+        self.look_at_holds(time.time())
         if any(p.blocked for p in self.tracker.pending.values()):
             for pod in self.tracker.unblock(self.watcher.objects, drain_rules.do_not_disrupt):
                 self.record(DRAIN, f"Pod {pod.key} is no longer annotated do-not-disrupt: evicted in its batch",
                             pod.key)
             if not any(p.blocked or p.action == COMPLETE for p in self.tracker.pending.values()):
-                self.tracker.last_error = ""
+                self.tracker.note("")
         self.look_for_returning()
         if self.tracker.fatal and not self.tracker.in_flight():
             return False
@@ -428,7 +533,7 @@ class DrainRun:
             self.kubevirt.step(self.tracker.pending, time.monotonic())
             note = self.kubevirt.take_note()
             if note is not None:
-                self.tracker.last_error = note
+                self.tracker.note(note)
             if self.kubevirt.busy():  # a migration off the node is not over before KubeVirt says so
                 return None
         if self.tracker.pending:
@@ -503,12 +608,30 @@ def brief(pod: PendingPod, reason: Optional[str] = None) -> Dict[str, Any]:
     return {"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": reason or pod.plan.reason}
 
 
+def left_reason(pod: PendingPod, opts: DrainOptions) -> str:
+    return (f"still terminating after skip_wait_for_delete_timeout ({opts.skip_wait_for_delete_timeout} s), "
+            f"left as kubectl drain leaves it" + (f": {pod.held}" if pod.held else ""))
+
+
+def left_warning(node: str, left: List[Dict[str, Any]], opts: DrainOptions) -> str:
+    """The console's line for the pods let go by skip_wait_for_delete_timeout."""
+    names = group([(f"{p['namespace']}/{p['name']}", p["reason"]) for p in left])
+    return (f"node {node}: {len(left)} pod(s) still terminating were left behind after skip_wait_for_delete_timeout "
+            f"({opts.skip_wait_for_delete_timeout} s): {names}")
+
+
 def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[str, Any]]]:
     """evicted / deleted: our request was accepted; gone: it left without one (already
     terminating, or removed by someone else meanwhile)."""
-    out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": [], "completed": []}
+    out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": [], "completed": [],
+                                            "left_terminating": [], "surged": []}
     for pod in sorted(tracker.done, key=lambda p: p.key):
-        if pod.action == COMPLETE:
+        if pod.surged:
+            out["surged"].append({**brief(pod, f"Deployment {pod.surged} restarted (surge): its new pod was made "
+                                               "elsewhere before this one went"), "deployment": pod.surged})
+        if pod.left_terminating:
+            out["left_terminating"].append(brief(pod, left_reason(pod, opts)))
+        elif pod.action == COMPLETE:
             out["completed"].append(brief(pod))
         elif not pod.accepted:
             out["gone"].append(brief(pod, "already terminating" if pod.action == WAIT else "gone before our request"))
@@ -610,6 +733,8 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
         warnings=warnings + run.events.warnings + run.run_guard.warnings,
     )
     result["returned"] = run.returned_pods
+    if result["left_terminating"]:
+        result["warnings"].append(left_warning(opts.node, result["left_terminating"], opts))
     if run.kubevirt is not None:
         result.update(migrations=run.kubevirt.status(), migrations_created=run.kubevirt.created)
     if not finished:

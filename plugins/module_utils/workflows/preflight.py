@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
-from ..errors import InputError
-from ..model import budgets, drain_rules, kubevirt, leases, returning, validation
+from ..errors import ApiError, InputError
+from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, surge, validation
 from ..model.marks import is_control_plane, not_ready, not_ready_refusal
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
@@ -47,7 +47,7 @@ from ..model.pod_filters import (
     is_finished,
 )
 from ..stores import kubevirt as kubevirt_preflight
-from ..stores import maintenance
+from ..stores import maintenance, workloads
 from ..stores.preflight_reads import Snapshot, candidates, namespace_labels
 from . import etcd_guard
 from .dry_run import ALLOWED, FAILED, REFUSED, DryRun, dry_run_all
@@ -74,6 +74,7 @@ class PreflightOptions:
     parallelism: int = 32
     kubevirt: str = kubevirt.WAIT
     rules: Optional[List[Dict[str, Any]]] = None  # drain rules (model/drain_rules.py)
+    surge: bool = False  # surge-first (model/surge.py): a refused pod whose Deployment can surge is no blocker
     maintenance_names: Optional[Dict[str, str]] = None  # node -> its NodeMaintenance's name, when not the default
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
 
@@ -261,6 +262,24 @@ def judge_rules(report: NodeReport) -> None:
                                    "within the drain's timeout: the drain does not evict it")
 
 
+def judge_holds(report: NodeReport, pods: Dict[str, Obj], node: Obj, now: float) -> None:
+    """Pods that would not leave by themselves (stuck_pods.py): one being deleted and held (a
+    finalizer, a node without its kubelet) is a warning, the drain waits for it; one to evict
+    that carries a finalizer no Kubernetes controller removes, a warning too, naming it."""
+    state = not_ready(node)
+    for plan in report.plans:
+        pod = pods[plan.key]
+        if plan.action == WAIT:
+            text = stuck_pods.held(pod, report.node, state, now)
+            if text:
+                report.warnings.append(f"{plan.key} is {text}" if text.startswith("held") else f"{plan.key}: {text}")
+        elif plan.action == EVICT and not plan.blocked and state is None:
+            own = stuck_pods.own_finalizers(pod)
+            if own:
+                report.warnings.append(f"{plan.key} has {stuck_pods.finalizer_text(own)}: once evicted it stays "
+                                       "(Terminating) until that is removed, and the drain waits for it")
+
+
 def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
     """A no-go for each workload whose replacements the scheduler would put back on the node:
     its pods tolerate both maintenance taints, so the cordon does not keep them off, and the
@@ -282,7 +301,10 @@ def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
 
 
 def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, known: budgets.Budgets,
-                   vm: Optional[kubevirt.Verdict] = None) -> None:
+                   vm: Optional[kubevirt.Verdict] = None, surged: Optional[surge.Verdict] = None,
+                   surge_on: bool = False) -> None:
+    """One pod to evict, by its dry-run answer. A refused pod says whether surge-first would free
+    it (``surged``, model/surge.py): with ``surge_on`` such a pod is a warning, never a blocker."""
     guarding = known.guarding(pod)
     views = [known.view(b) for b in guarding]
     for v in views:
@@ -301,15 +323,53 @@ def judge_eviction(report: NodeReport, plan: PodPlan, pod: Obj, answer: DryRun, 
             report.migrations.append(kubevirt_preflight.note(plan.key, vm))
         elif vm is not None:
             report.blockers.append(f"{plan.key} is refused by PDB {names} and cannot be live-migrated: {vm.why}")
+        elif never and surged is not None and surged.can and surge_on:
+            v = never[0]
+            report.warnings.append(f"{plan.key} is refused by PDB {v.namespace}/{v.name}, which can never allow it: "
+                                   f"{v.never}; the drain surges it ({surged.why})")
         elif never:
             v = never[0]
             report.blockers.append(f"{plan.key} is refused by PDB {v.namespace}/{v.name}, which can never allow it: "
-                                   f"{v.never}")
+                                   f"{v.never}" + surge_hint(surged, surge_on))
         else:
+            unhealthy = [n for n in (stuck_pods.unhealthy_budget(b, stuck_pods.is_ready(pod)) for b in guarding
+                                     if any(v.name == b["metadata"]["name"] for v in refusing)) if n]
+            if unhealthy:
+                entry["why"] = unhealthy[0]
             report.warnings.append(f"{plan.key} is refused now by PDB {names} (the drain waits for it): "
-                                   f"{entry['message']}")
+                                   f"{entry['message']}" + (f"; {unhealthy[0]}" if unhealthy else "")
+                                   + surge_hint(surged, surge_on))
+        if surged is not None:
+            entry["surge"] = {"would_free": surged.can, "why": surged.why}
     elif answer.answer == FAILED:
         report.blockers.append(f"{plan.key}: the dry-run eviction failed with {answer.status}: {answer.message}")
+
+
+def surge_hint(surged: Optional[surge.Verdict], surge_on: bool) -> str:
+    """What surge-first would do for a refused pod, as the tail of its line."""
+    if surged is None:
+        return ""
+    if surged.can:
+        return f"; the drain surges it ({surged.why})" if surge_on else f"; surge: true would free it ({surged.why})"
+    return f"; {surged.why}"
+
+
+def surge_verdicts(client: Client, refused: List[Obj]) -> Dict[str, surge.Verdict]:
+    """Whether surge-first would free each refused pod: its ReplicaSet and Deployment read once
+    per ReplicaSet (model/surge.py); nothing is read when no pod is refused."""
+    by_owner: Dict[Tuple[str, str], surge.Verdict] = {}
+    out: Dict[str, surge.Verdict] = {}
+    for pod in refused:
+        meta = pod["metadata"]
+        ref = controller_of(pod) or {}
+        owner = (meta.get("namespace", ""), f"{ref.get('kind')}/{ref.get('name')}")
+        if owner not in by_owner or ref.get("kind") != "ReplicaSet":
+            try:
+                by_owner[owner] = workloads.judge(client, pod)
+            except ApiError as exc:
+                by_owner[owner] = surge.Verdict(False, f"surge cannot be judged: {exc.message}")
+        out[f"{meta.get('namespace', '')}/{meta['name']}"] = by_owner[owner]
+    return out
 
 
 def needs_room(plan: PodPlan, pod: Obj) -> bool:
@@ -420,13 +480,18 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             pods[plan.key] = pod
         judge_options(report)
         judge_rules(report)
+        judge_holds(report, pods, snapshot.nodes[name], time.time())
         judge_returning(report, pods)
     judge_etcd(client, reports, snapshot.nodes, opts)
     answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
+    # a VM's pod is KubeVirt's to move (kubevirt: migrate), never a Deployment's to surge
+    surges = surge_verdicts(client, [pods[k] for k, a in answers.items() if a.answer == REFUSED and k not in vms
+                                     and not kubevirt.is_launcher(pods[k])])
     for report in reports:
         for plan in (p for p in report.of(EVICT) if not p.blocked):
-            judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets, vms.get(plan.key))
+            judge_eviction(report, plan, pods[plan.key], answers[plan.key], snapshot.budgets, vms.get(plan.key),
+                           surges.get(plan.key), opts.surge)
     judge_capacity(reports, pods, snapshot, opts.concurrency)
     blocked = [r.node for r in reports if r.verdict == NO_GO]
     summary = (f"no-go: {len(blocked)} of {len(reports)} node(s) blocked: {', '.join(blocked)}" if blocked

@@ -19,6 +19,8 @@ from helpers import run_playbook
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import QUARANTINED
 
 from .maintenance_support import (
+    DRAIN_TAINT,
+    LABEL,
     AuditLog,
     Run,
     leases_naming,
@@ -89,12 +91,14 @@ def report_nodes(tmp_path: Path, run_id: str) -> Dict[str, Dict[str, Any]]:
 
 
 def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_path):
-    """Concurrency 1, skip, at most one blocked node: the first blocked node is back in service as it
-    was found and the next node finishes; the second blocked node is one more than the bound: it fails
-    (rolled back, policy auto) and no NodeMaintenance is created after it."""
+    """Concurrency 1, skip, at most one blocked node: the first blocked node, which an administrator
+    had cordoned, is left as it was found (cordoned, nothing of ours on it) and the next node
+    finishes; the second blocked node is one more than the bound: it fails (rolled back, policy
+    auto) and no NodeMaintenance is created after it."""
     blocked1, free1, blocked2, free2 = world.add_nodes(workers=4)
     block(world, blocked1, "db1")
     block(world, blocked2, "db2")
+    world.cordon(blocked1)  # an administrator's, before the run: the skip leaves it
     inventory = write_inventory(world, tmp_path)
     run_id = f"b{world.id}"
     audit = AuditLog(cluster)
@@ -106,15 +110,25 @@ def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_
 
     # skipped: back in service as it was found, its maintenance ended, nothing of ours left
     assert f"node {blocked1} could not be drained (drain timed out after {DRAIN_TIMEOUT} s" in output, output[-4000:]
-    assert "Skipped (node_maintenance_on_blocked: skip)" in output, output[-4000:]
+    assert (f"Skipped: its maintenance is ended and node {blocked1} was cordoned before the maintenance began"
+            in output), errors(output)
+    assert ("returned to service as it was found, the rollout goes on (1 of at most 1 blocked nodes, "
+            "node_maintenance_on_blocked skip)") in output, errors(output)
     assert maintenance_of(cluster.client, blocked1) is None and quarantine_of(cluster, blocked1) == {}
+    found = cluster.client.get(f"/api/v1/nodes/{blocked1}")
+    assert found["spec"].get("unschedulable") is True, found["spec"]  # the administrator's cordon stays
+    assert [t["key"] for t in found["spec"].get("taints") or [] if t["key"] == DRAIN_TAINT] == [], found["spec"]
+    assert not [k for k in {**found["metadata"].get("labels", {}), **found["metadata"].get("annotations", {})}
+                if k == LABEL or k.startswith("nmo.maintenance/")], found["metadata"]
     # the rollout went on past it
     assert maintenance_of(cluster.client, free1) is None
-    wait_clean(cluster.client, [blocked1, free1, free2])
+    wait_clean(cluster.client, [free1, free2])
     # the second blocked node passed the bound: a drain failure, rolled back, the run stopped after it
     nm = maintenance_of(cluster.client, blocked2) or {}
     assert (nm.get("status") or {}).get("phase") == "Failed", nm
-    assert "more than node_maintenance_max_blocked (1) stops the rollout" in nm["status"]["lastError"], nm["status"]
+    assert nm["status"]["lastError"].startswith(
+        "its drain is blocked, the 2nd blocked node of this run: more than node_maintenance_max_blocked (1) stops "
+        "the rollout. "), nm["status"]
     assert maintenance_of(cluster.client, free2) is None  # never begun
     assert leases_naming(cluster.client, world.nodes, slot_prefix(world)) == []
 

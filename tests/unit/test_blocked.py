@@ -23,10 +23,11 @@ def test_the_table(policy, phase, before, bound):
         assert verdict.action == blocked.FAIL and verdict.block and "is stop" in verdict.why
     elif before + 1 > bound:  # one more than the bound: the failure path, which stops the rollout
         assert verdict.action == blocked.FAIL and verdict.block
-        assert f"more than node_maintenance_max_blocked ({bound})" in verdict.why
+        assert f"the {blocked.ordinal(before + 1)} blocked node of this run: more than node_maintenance_max_blocked " \
+               f"({bound}) stops the rollout" in verdict.why
     else:
         assert verdict.action == policy and verdict.goes_on and verdict.blocker == BLOCKER
-        assert f"{before + 1} of at most {bound} blocked" in verdict.why
+        assert f"{before + 1} of at most {bound} blocked nodes" in verdict.why
     assert verdict.goes_on == (verdict.action in GOES_ON)
 
 
@@ -57,6 +58,12 @@ def test_the_outcome_names_the_policy_and_the_blocker():
 def test_bad_inputs_are_named(policy, bound, message):
     with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
         blocked.decide(policy, failure.DRAIN, BLOCKER, 0, bound)
+
+
+@pytest.mark.parametrize("n, said", [(1, "1st"), (2, "2nd"), (3, "3rd"), (4, "4th"), (11, "11th"), (12, "12th"),
+                                     (21, "21st"), (102, "102nd")])
+def test_ordinal(n, said):
+    assert blocked.ordinal(n) == said
 
 
 def test_the_run_lease_count():

@@ -37,7 +37,7 @@ BLOCKED_PHASES = (failure.DRAIN,)  # a drain that cannot finish is the only bloc
 class Verdict:
     action: str  # FAIL, SKIP or QUARANTINE
     block: bool  # whether the failure was a block at all
-    why: str  # said in the node's line and the run's summary
+    why: str  # what was done and why, without the blocker (the node's line and its error say it)
     blocker: str = ""  # what blocked the drain, as the drain says it
 
     @property
@@ -62,13 +62,17 @@ def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: in
     if phase not in BLOCKED_PHASES or not blocker:
         return Verdict(FAIL, False, "")
     if policy == STOP:
-        return Verdict(FAIL, True, f"blocked ({blocker}); node_maintenance_on_blocked is stop", blocker)
+        return Verdict(FAIL, True, "its drain is blocked and node_maintenance_on_blocked is stop", blocker)
     if blocked_before + 1 > bound:
-        return Verdict(FAIL, True, f"blocked ({blocker}), and {blocked_before} node(s) of this run were blocked "
-                                   f"already: more than node_maintenance_max_blocked ({bound}) stops the rollout", blocker)
+        return Verdict(FAIL, True, f"its drain is blocked, the {ordinal(blocked_before + 1)} blocked node of this run: "
+                                   f"more than node_maintenance_max_blocked ({bound}) stops the rollout", blocker)
     done = "returned to service as it was found" if policy == SKIP else "quarantined (kept cordoned)"
-    return Verdict(policy, True, f"blocked ({blocker}): {done}, the rollout goes on "
-                                 f"({blocked_before + 1} of at most {bound} blocked, policy {policy})", blocker)
+    return Verdict(policy, True, f"{done}, the rollout goes on ({blocked_before + 1} of at most {bound} "
+                                 f"blocked nodes, node_maintenance_on_blocked {policy})", blocker)
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def outcome(verdict: Verdict) -> str:

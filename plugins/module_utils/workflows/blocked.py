@@ -40,17 +40,18 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: List[st
     rule.validate(on_blocked, max_blocked)
     verdict = rule.decide(on_blocked, phase, blocker, 0, max_blocked)
     if verdict.action != rule.FAIL and (client.dry_run or not opts.run_id or opts.mode != "standalone"):
-        verdict = rule.Verdict(rule.FAIL, True, f"blocked ({blocker}); not skipped or quarantined in a dry run, "
-                                                "without a run, or in operator mode", blocker)
+        verdict = rule.Verdict(rule.FAIL, True, "its drain is blocked; a node is not skipped or quarantined in a "
+                                                "dry run, without a run, or in operator mode", blocker)
     warning = ""
     if verdict.action != rule.FAIL:
         try:
             verdict = counted(client, opts, on_blocked, phase, blocker, max_blocked)
         except NmoError as exc:
             warning = f"the blocked node could not be counted on the run lease ({exc}): it fails as any node"
-            verdict = rule.Verdict(rule.FAIL, True, warning, blocker)
+            verdict = rule.Verdict(rule.FAIL, True, "its drain is blocked and it could not be counted", blocker)
     if verdict.action == rule.FAIL:
-        said = f"{error} ({verdict.why})" if verdict.block and on_blocked != rule.STOP else error
+        # the reason first: lastError keeps 1000 characters, and a drain's error can be long
+        said = f"{verdict.why}. {error}" if verdict.block and on_blocked != rule.STOP else error
         result = lifecycle.failed(client, opts, said, reached, policy=policy, phase=phase)
         result["blocked"] = {"action": rule.FAIL, "why": verdict.why, "blocker": blocker} if verdict.block else {}
         result["warnings"] = list(result.get("warnings") or []) + ([warning] if warning else [])
@@ -133,8 +134,8 @@ def line(node: str, verdict: rule.Verdict, done: Dict[str, Any]) -> str:
     if verdict.action == rule.SKIP:
         found = done.get("left_as_found") or []
         back = "; ".join(found) if found else "it is back in service"
-        return (f"{head} Skipped (node_maintenance_on_blocked: skip): its maintenance is ended and {back}; "
-                f"the rollout goes on. Run again with -l {node} once what blocks it is gone.")
-    return (f"{head} Quarantined (node_maintenance_on_blocked: quarantine): kept cordoned with the label "
-            f"{QUARANTINED}=true and the blocker in its annotation, its leases and NodeMaintenance "
-            f"released; the rollout goes on. {recover_command(node)} lifts the quarantine.")
+        return (f"{head} Skipped: its maintenance is ended and {back}; {verdict.why}. "
+                f"Run again with -l {node} once what blocks it is gone.")
+    return (f"{head} Quarantined: kept cordoned with the label {QUARANTINED}=true and the blocker in its "
+            f"annotation, its leases and NodeMaintenance released; {verdict.why}. "
+            f"{recover_command(node)} lifts the quarantine.")

@@ -2,8 +2,9 @@
 
 A node is blocked by a Deployment of one replica on it behind a PodDisruptionBudget of
 minAvailable 1, which never allows the eviction; the drain's timeout is short. The maintenance
-playbook runs as the least-privilege user, with the pre-flight set to warn so that the rollout
-meets the block. What each run did is asserted from the cluster and the API server's audit log.
+playbook runs as the least-privilege user. The pre-flight (enforce) leaves a node whose only
+blocker is its drain to the policy, within the bound. What each run did is asserted from the
+cluster and the API server's audit log.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ def block(world: Any, node: str, app: str) -> None:
 
 
 def maintain(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency: int, on_blocked: str,
-             max_blocked: int) -> Run:
+             max_blocked: int, preflight: str) -> Run:
     return Run("maintenance.yml", inventory, user.kubeconfig, extra_vars={
         "node_maintenance_run_id": run_id, "node_maintenance_concurrency": concurrency,
         "node_maintenance_on_blocked": on_blocked, "node_maintenance_max_blocked": max_blocked,
-        "node_maintenance_preflight": "warn", "node_maintenance_drain": {"timeout": DRAIN_TIMEOUT},
+        "node_maintenance_preflight": preflight, "node_maintenance_drain": {"timeout": DRAIN_TIMEOUT},
         "node_maintenance_settle_timeout": 0, "node_maintenance_lease_timeout": 300,
         "node_maintenance_report_dir": str(tmp_path / run_id)})
 
@@ -102,7 +103,9 @@ def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_
     inventory = write_inventory(world, tmp_path)
     run_id = f"b{world.id}"
     audit = AuditLog(cluster)
-    proc = maintain(inventory, user, tmp_path, run_id, 1, "skip", 1)
+    # two blocked nodes, bound 1: the pre-flight (enforce) would stop the run before it began; at warn
+    # the rollout meets them one after the other
+    proc = maintain(inventory, user, tmp_path, run_id, 1, "skip", 1, "warn")
     code = finished(proc, 600)
     output = proc.output
     assert code != 0, output[-4000:]
@@ -146,17 +149,20 @@ def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_
 
 
 def test_quarantine_goes_on_shows_in_status_and_recover_lifts_it(cluster, world, user, tmp_path):
-    """Concurrency 2, quarantine: the blocked node is kept cordoned with the label and the annotation
+    """Concurrency 2, quarantine, the pre-flight at enforce (it leaves the drain's block to the
+    policy, and says so): the blocked node is kept cordoned with the label and the annotation
     naming the blocker, its leases and NodeMaintenance released; the other two finish and the run
     ends with rc 0; status.yml shows the quarantine; recover.yml -e nmo_nodes= lifts it."""
     blocked, free1, free2 = world.add_nodes(workers=3)
     block(world, blocked, "db")
     inventory = write_inventory(world, tmp_path)
     run_id = f"q{world.id}"
-    proc = maintain(inventory, user, tmp_path, run_id, 2, "quarantine", 1)
+    proc = maintain(inventory, user, tmp_path, run_id, 2, "quarantine", 1, "enforce")
     code = finished(proc, 600)
     output = proc.output
     assert code == 0, errors(output)
+    assert f"left to node_maintenance_on_blocked quarantine (the drain would not finish): {blocked}" in output, \
+        errors(output)
     wait_run_gone(cluster.client, run_id)
 
     marks = quarantine_of(cluster, blocked)

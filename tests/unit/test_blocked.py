@@ -72,3 +72,21 @@ def test_the_run_lease_count():
     assert blocked.added("w1", "w2") == "w1,w2"
     assert blocked.added("w1,w2", "w1") == "w1,w2"  # a node counted once, however often it is told
     assert blocked.parse("w1,w2") == ["w1", "w2"]
+
+
+@pytest.mark.parametrize("policy, bound, no_go, drain_only, goes", [
+    (blocked.STOP, 5, [], [], True),  # nothing blocked
+    (blocked.STOP, 5, ["w1"], ["w1"], False),  # stop: a drain block stops the run before it begins
+    (blocked.SKIP, 1, ["w1"], ["w1"], True),  # left to the policy
+    (blocked.QUARANTINE, 1, ["w1"], ["w1"], True),
+    (blocked.QUARANTINE, 1, ["w1", "w2"], ["w1", "w2"], False),  # more than the bound: the rollout would stop
+    (blocked.QUARANTINE, 0, ["w1"], ["w1"], False),
+    (blocked.SKIP, 5, ["w1", "w2"], ["w1"], False),  # w2's blocker is the begin's (a name, NotReady, etcd)
+])
+def test_the_preflight_leaves_drain_blocks_to_the_policy(policy, bound, no_go, drain_only, goes):
+    go, said = blocked.preflight_goes(policy, bound, no_go, drain_only)
+    assert go == goes
+    if goes and no_go:
+        assert said == f"left to node_maintenance_on_blocked {policy} (the drain would not finish): {', '.join(no_go)}"
+    if policy != blocked.STOP and not goes and set(no_go) == set(drain_only):
+        assert f"more than node_maintenance_max_blocked ({bound})" in said

@@ -21,7 +21,7 @@ cluster holds it, so every batch and every process of the run sees the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from . import failure
@@ -73,6 +73,22 @@ def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: in
 
 def ordinal(n: int) -> str:
     return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def preflight_goes(policy: str, bound: int, blocked: Sequence[str], drain_blocked: Sequence[str]) -> Tuple[bool, str]:
+    """Whether the pre-flight lets the run begin with ``blocked`` nodes (its no-go), and what it says:
+    with ``skip`` or ``quarantine`` a node whose only blockers are its drain's (``drain_blocked``)
+    is left to that policy, as long as they are no more than the bound; any other blocker stops."""
+    validate(policy, bound)
+    if not blocked:
+        return True, ""
+    others = [n for n in blocked if n not in drain_blocked]
+    if policy == STOP or others:
+        return False, ""
+    if len(blocked) > bound:
+        return False, (f"{len(blocked)} node(s) whose drain would not finish, more than node_maintenance_max_blocked "
+                       f"({bound}): the rollout would stop")
+    return True, (f"left to node_maintenance_on_blocked {policy} (the drain would not finish): {', '.join(blocked)}")
 
 
 def outcome(verdict: Verdict) -> str:

@@ -140,7 +140,8 @@ def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_
                                             and e["objectRef"].get("subresource") == "status"))
     creates = [(e["objectRef"].get("name"), at(e)) for e in mine if e["verb"] == "create"]
     assert [name for name, when in creates if when > failed_at] == [], (failed_at, creates)
-    assert nm_name(free1) in [name for name, _ in creates] and nm_name(free2) not in [name for name, _ in creates]
+    created = [name for name, _when in creates]
+    assert nm_name(free1) in created and nm_name(free2) not in created, creates
 
     nodes = report_nodes(tmp_path, run_id)
     assert nodes[blocked1]["outcome"] == "skipped (blocked)", nodes[blocked1]

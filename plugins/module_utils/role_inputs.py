@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import specs
 from .errors import InputError
-from .model import order, renewal, topology_budgets
+from .model import blocked, order, renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -41,6 +41,7 @@ BUDGETS = "node_maintenance_budgets"
 CONTROL_PLANE_CONCURRENCY = "node_maintenance_control_plane_concurrency"
 ORDER, ORDER_KEY = "node_maintenance_order", "node_maintenance_order_key"  # model/order.py
 PREFER_NO_SCHEDULE = "node_maintenance_prefer_no_schedule"
+ON_BLOCKED, MAX_BLOCKED = "node_maintenance_on_blocked", "node_maintenance_max_blocked"  # model/blocked.py
 # what Ansible's boolean() takes, as -e gives it (a string) or YAML does
 BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
 # ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
@@ -175,6 +176,15 @@ WAITS = ("node_maintenance_volume_detach_timeout", "node_maintenance_settle_time
 MAX_WAIT = 604800
 
 
+def whole(value: Any, option: str) -> int:
+    """A whole number as given (``-e`` gives a string), or the option named."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+\s*", value):
+        return int(value)
+    raise InputError(f"{option} must be a whole number, 0 or more, got {_shown(value)}")
+
+
 def wait_seconds(value: Any, option: str) -> None:
     """A number of seconds from 0 (no wait) to a week, as given (a string from -e too)."""
     if value is None:
@@ -222,6 +232,11 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     if ORDER in values or ORDER_KEY in values:
         try:
             order.validate(values.get(ORDER, order.INVENTORY), values.get(ORDER_KEY, order.ZONE_KEY), ORDER, ORDER_KEY)
+        except InputError as exc:
+            problems.append(exc.message)
+    if ON_BLOCKED in values or MAX_BLOCKED in values:
+        try:
+            blocked.validate(values.get(ON_BLOCKED, blocked.STOP), whole(values.get(MAX_BLOCKED, 1), MAX_BLOCKED))
         except InputError as exc:
             problems.append(exc.message)
     flag = values.get(PREFER_NO_SCHEDULE)

@@ -256,6 +256,13 @@ pending:
   returned: success or failure after the drain started
   type: list
   elements: dict
+blocker:
+  description:
+    - On failure, what kept the drain from finishing before the work, when that is a block (docs/design.md
+      §18.4) - the pods refused by options that are off, or the timeout with the pods still pending (a
+      PodDisruptionBudget that never allows the eviction, pods that never leave). Empty for other failures.
+  returned: failure
+  type: str
 refused:
   description: On failure before any eviction, the pods guarded by options that are off, with C(options).
   returned: failure

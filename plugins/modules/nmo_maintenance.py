@@ -151,6 +151,28 @@ options:
     description: With O(state=failed) and no O(phase), whether the node's drain had completed.
     type: bool
     default: false
+  on_blocked:
+    description:
+      - With O(state=failed), what a node whose drain could not finish (O(blocker) given, phase
+        V(drain)) gets. V(stop), the failure path as for any failure (the rollout stops).
+        V(skip), returned to service as it was found, its NodeMaintenance deleted, and the
+        rollout goes on. V(quarantine), kept cordoned and tainted with the label and annotation
+        C(nmo.maintenance/quarantined) naming the blocker, its leases and NodeMaintenance
+        released, and the rollout goes on. Omitted, blocks are not looked at.
+      - The nodes of the run skipped or quarantined are counted on its run lease; one more than
+        O(max_blocked) takes the failure path and stops the rollout (docs/design.md §18.4).
+    type: str
+    choices: [stop, skip, quarantine]
+  max_blocked:
+    description: With O(on_blocked), how many nodes of the run may be skipped or quarantined.
+    type: int
+    default: 1
+  blocker:
+    description:
+      - With O(on_blocked), what kept the drain from finishing, as M(nmo.maintenance.nmo_drain)
+        returns it in RV(nmo.maintenance.nmo_drain#module:blocker). Empty, the failure is not a block.
+    type: str
+    default: ""
   mode:
     description:
       - V(standalone), this collection does the node's work. V(operator), a running Node
@@ -302,6 +324,12 @@ kept:
   description: Whether the node was kept out of service (cordoned, tainted, its leases held) by the policy.
   returned: state=failed
   type: bool
+blocked:
+  description:
+    - With O(on_blocked) and a drain that could not finish, what was done about the block - C(action)
+      (V(skip), V(quarantine), or V(fail) for the failure path), C(why) and C(blocker). Empty otherwise.
+  returned: state=failed with O(on_blocked)
+  type: dict
 phase:
   description: The phase that failed.
   returned: state=failed
@@ -402,9 +430,10 @@ from dataclasses import replace
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import blocked as blocked_rule
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, plan
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle, operator, run_start
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import blocked, disruption, lifecycle, operator, run_start
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
 
@@ -442,6 +471,9 @@ def core(client, params):
     if params["state"] == "failed":
         reached = params["reached"] if params["reached"] is not None else list(lifecycle.BEGIN_STEPS)
         phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
+        if params["on_blocked"] is not None:  # the role's call: a drain that could not finish may be a block
+            return blocked.failed(client, opts, params["error"], reached, params["policy"] or failure.AUTO, phase,
+                                  params["on_blocked"], params["max_blocked"], params["blocker"])
         return lifecycle.failed(client, opts, params["error"], reached, params["rollback"],
                                 policy=params["policy"], phase=phase)
     result = begin(client, opts, params["when_owned"])
@@ -468,6 +500,9 @@ ARGUMENT_SPEC = {
     "phase": {"type": "str", "choices": list(failure.PHASES)},
     "failed_task": {"type": "str", "default": ""},
     "drained": {"type": "bool", "default": False},
+    "on_blocked": {"type": "str", "choices": list(blocked_rule.POLICIES)},
+    "max_blocked": {"type": "int", "default": 1},
+    "blocker": {"type": "str", "default": ""},
     "mode": {"type": "str", "choices": ["standalone", "operator"]},
     "when_owned": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "requests_before": {"type": "list", "elements": "dict"},

@@ -74,6 +74,18 @@ options:
     description: How many nodes are out at once (the role's C(node_maintenance_concurrency)).
     type: int
     default: 1
+  on_blocked:
+    description:
+      - The role's C(node_maintenance_on_blocked). With V(skip) or V(quarantine), a V(no-go) node whose only
+        blockers are its drain's (RV(drain_blocked)) is left to that policy - RV(go) stays true as long as
+        they are no more than O(max_blocked) and no node has another blocker (docs/design.md §18.4).
+    type: str
+    choices: [stop, skip, quarantine]
+    default: stop
+  max_blocked:
+    description: With O(on_blocked) V(skip) or V(quarantine), how many such nodes RV(go) lets through.
+    type: int
+    default: 1
   maintenance_names:
     description:
       - The NodeMaintenance name of each node that does not take the default C(maintenance-<node>)
@@ -124,7 +136,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 go:
-  description: True when no node is V(no-go).
+  description:
+    - True when no node is V(no-go), or, with O(on_blocked) V(skip) or V(quarantine), when every V(no-go)
+      node is in RV(drain_blocked) and they are no more than O(max_blocked).
   returned: always
   type: bool
 summary:
@@ -133,6 +147,14 @@ summary:
   type: str
 blocked:
   description: Names of the V(no-go) nodes.
+  returned: always
+  type: list
+  elements: str
+drain_blocked:
+  description:
+    - The V(no-go) nodes whose only blockers are their drain's (pods the options refuse, a budget that never
+      allows, do-not-disrupt, pods that come back); the others have a blocker the begin refuses before any
+      write (a name, readiness, the etcd guard) or replacements that would not fit.
   returned: always
   type: list
   elements: str
@@ -193,12 +215,18 @@ api_requests_by:
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import blocked
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.preflight import PreflightOptions, preflight
 
 
 def core(client, params):
     params, warnings = specs.drain_params(params)
     result = preflight(client, PreflightOptions.from_params(params))
+    if params["on_blocked"] != blocked.STOP:  # docs/design.md §18.4: drain blocks left to the policy
+        go, said = blocked.preflight_goes(params["on_blocked"], params["max_blocked"], result["blocked"],
+                                          result["drain_blocked"])
+        result["go"] = go
+        result["summary"] += f"; {said}" if said else ""
     if warnings:
         result["warnings"] = warnings + list(result.get("warnings") or [])
     return result
@@ -207,6 +235,8 @@ def core(client, params):
 ARGUMENT_SPEC = {
     "nodes": {"type": "list", "elements": "str", "required": True},
     "concurrency": {"type": "int", "default": 1},
+    "on_blocked": {"type": "str", "choices": list(blocked.POLICIES), "default": blocked.STOP},
+    "max_blocked": {"type": "int", "default": 1},
     "maintenance_names": {"type": "dict"},
     **{k: v for k, v in specs.LEASE.items() if k.startswith("etcd_")},
     **specs.DRAIN_OPTION,

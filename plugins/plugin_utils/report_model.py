@@ -211,7 +211,8 @@ class Collector:
         for n in nodes:
             add_counts(by, n["api_requests_by"])
         failed = [n["name"] for n in nodes if n["outcome"] == "failed"]
-        unfinished = [n["name"] for n in nodes if n["outcome"] in ("not reached", "interrupted", "not started")]
+        unfinished = [n["name"] for n in nodes if n["outcome"] in ("not reached", "interrupted", "not started",
+                                                                   *BLOCKED_OUTCOMES.values())]
         return {
             "$schema": SCHEMA,
             "version": SCHEMA_VERSION,
@@ -415,7 +416,7 @@ def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[
     error = str(summary.get("error") or "")
     if not error and story.failed_tasks:
         error = str(story.failed_tasks[-1].result.get("msg") or "task failed")
-    outcome = outcome_of(story, summary, look, error)
+    outcome = outcome_of(story, summary, look, error, failed)
     start = min((p.start for p in phases), default=story.first)
     end = max((p.end for p in phases), default=story.last)
     return {
@@ -445,7 +446,15 @@ def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[
     }
 
 
-def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], error: str) -> str:
+# a node whose drain could not finish, by node_maintenance_on_blocked (model/blocked.py)
+BLOCKED_OUTCOMES = {"skip": "skipped (blocked)", "quarantine": "quarantined"}
+
+
+def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], error: str,
+               failed: Optional[Dict[str, Any]] = None) -> str:
+    action = ((failed or {}).get("blocked") or {}).get("action")
+    if action in BLOCKED_OUTCOMES:  # its drain could not finish; the rollout went on (docs/design.md §18.4)
+        return BLOCKED_OUTCOMES[action]
     if error or story.failed_tasks:
         return "failed"
     if str(summary.get("result") or "").startswith("not started"):  # the rollout scheduler stopped it

@@ -27,7 +27,11 @@ COLOURS = {
 OTHER = "#8e99a8"
 BOLD, FADED, NUM = ' font-weight="700"', ' opacity="0.55"', ' class="num"'
 OUTCOME_COLOURS = {"succeeded": "#2e9e5b", "failed": "#d64545", "skipped": "#8e99a8", "not reached": "#8e99a8",
-                   "interrupted": "#e3b448", "not started": "#8e99a8"}
+                   "interrupted": "#e3b448", "not started": "#8e99a8", "skipped (blocked)": "#c9a227",
+                   "quarantined": "#d9822b"}
+BLOCKED = ("skipped (blocked)", "quarantined")  # docs/design.md §18.4
+# JUnit's skipped: nodes the run did not maintain (another's, never reached, stopped, blocked)
+SKIPPED = ("skipped", "not reached", "not started", *BLOCKED)
 
 
 def esc(value: Any) -> str:
@@ -45,7 +49,7 @@ def to_junit(report: Dict[str, Any]) -> str:
     run = report["run"]
     nodes = report["nodes"]
     failures = sum(1 for n in nodes if n["outcome"] in ("failed", "interrupted"))
-    skipped = sum(1 for n in nodes if n["outcome"] in ("skipped", "not reached", "not started"))
+    skipped = sum(1 for n in nodes if n["outcome"] in SKIPPED)
     suites = ElementTree.Element("testsuites", name="nmo.maintenance", tests=str(len(nodes)),
                                  failures=str(failures), errors="0", time=f"{run['seconds']:.3f}")
     suite = ElementTree.SubElement(suites, "testsuite", name=f"nmo.maintenance run {run['id']}", tests=str(len(nodes)),
@@ -69,7 +73,7 @@ def to_junit(report: Dict[str, Any]) -> str:
             failure = ElementTree.SubElement(case, "failure", message=(node["error"] or node["outcome"])[:1000],
                                              type=node["failed_phase"] or node["outcome"])
             failure.text = "\n".join(text)
-        elif node["outcome"] in ("skipped", "not reached", "not started"):
+        elif node["outcome"] in SKIPPED:
             ElementTree.SubElement(case, "skipped", message=node["result"] or node["outcome"])
         out = ElementTree.SubElement(case, "system-out")
         out.text = "\n".join(f"{p['name']}: {p['start']} .. {p['end']} ({p['seconds']:.1f} s)"
@@ -324,7 +328,7 @@ def node_section(node: Dict[str, Any]) -> str:
     out.append(table(["lease", "role", "waited", "holders"],
                      [[esc(le["name"]), esc(le["role"]), esc(duration(le["waited"])), esc(", ".join(le["holders"]))]
                       for le in node["leases"] if le["name"]], (2,)))
-    if not node["phases"]:
+    if not node["phases"] or node["outcome"] in BLOCKED:  # a blocked node's result says what was done and why
         out.append(f'<p class="muted">{esc(node["result"] or node["outcome"])}</p>')
     out.append("</section>")
     return "".join(out)

@@ -288,3 +288,31 @@ def test_pods_left_terminating_are_moved_pods_of_their_own():
     assert report_model.pods_moved(report_model.NodeStory("h", "node-a"), drain, {}) == [
         {"pod": "ns/a", "how": "evicted", "from": "node-a", "to": None},
         {"pod": "ns/b", "how": "left terminating", "from": "node-a", "to": None}]
+
+
+@pytest.mark.parametrize("action, outcome", [("quarantine", "quarantined"), ("skip", "skipped (blocked)")])
+def test_a_blocked_node_the_rollout_went_past_is_named_with_why(action, outcome):
+    """node_maintenance_on_blocked (docs/design.md §18.4): its drain failed and was rescued, the failed
+    call skipped or quarantined it, no host failure; the report names it, the run is partial."""
+    c = a_run()
+    said = f"{outcome.split(' ')[0]} (blocked: drain timed out after 5 s; pending: ns/db-0)"
+    c.add(rec("node-c", ROLE + "Look | Decide what to do with the node", "nmo.maintenance.nmo_plan", 7.5, 8,
+              {"node": "node-c", "outcome": "maintained"}))
+    c.add(rec("node-c", ROLE + "Begin | NodeMaintenance, leases", "nmo.maintenance.nmo_maintenance", 8, 8.5,
+              {"maintenance": {"name": "maintenance-c"}}))
+    c.add(rec("node-c", ROLE + "Drain | Evict the pods", "nmo.maintenance.nmo_drain", 8.5, 13.5,
+              {"msg": "drain of node node-c timed out after 5 s", "blocker": "drain timed out after 5 s"}, "failed"))
+    c.add(rec("node-c", ROLE + "Failed | Record it on the NodeMaintenance", "nmo.maintenance.nmo_maintenance", 13.5, 14,
+              {"phase": "drain", "policy": "auto", "kept": action == "quarantine", "rolled_back": action == "skip",
+               "blocked": {"action": action, "why": "the rollout goes on", "blocker": "drain timed out after 5 s"},
+               "outcome": said, "message": "node node-c could not be drained"}))
+    c.add(rec("node-c", ROLE + "Failed | Summary for AWX (set_stats)", "ansible.builtin.set_stats", 14, 14.1, {
+        "ansible_stats": {"data": {"nmo_maintenance": {"node-c": {"result": said, "error": "drain timed out"}}}}}))
+    report = c.build(T0 + 20)
+    assert validate(report, SCHEMA) == []
+    node = {n["name"]: n for n in report["nodes"]}["node-c"]
+    assert (node["outcome"], node["result"]) == (outcome, said)
+    assert report["run"]["outcome"] == "failed"  # node-b failed; without it the run would be partial
+    cases = {c.get("name"): c for c in ElementTree.fromstring(report_render.to_junit(report)).findall(".//testcase")}
+    assert cases["node-c"].find("skipped").get("message") == said and cases["node-c"].find("failure") is None
+    assert said in report_render.to_html(report)

@@ -159,3 +159,19 @@ def test_a_deprecated_timeout_replaces_the_roles_own():
 def test_the_drain_dict_is_checked_key_by_key_as_given(given, problem):
     problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, "node_maintenance_drain": given}, NOW)
     assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+@pytest.mark.parametrize("given, problem", [
+    ({"node_maintenance_on_blocked": "cordon"}, "node_maintenance_on_blocked must be one of stop, skip, quarantine"),
+    ({"node_maintenance_max_blocked": -1}, "node_maintenance_max_blocked must be a whole number, 0 or more, got -1"),
+    ({"node_maintenance_max_blocked": "two"}, "node_maintenance_max_blocked must be a whole number"),
+])
+def test_a_bad_policy_for_blocked_nodes_is_named(given, problem):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, **given}, NOW)
+    assert [p for p in problems if p.startswith(problem)], problems
+
+
+@pytest.mark.parametrize("bound", [0, 3, "0", "3"])
+def test_a_bound_of_blocked_nodes_as_given(bound):
+    given = {**DEFAULTS, "node_maintenance_on_blocked": "quarantine", "node_maintenance_max_blocked": bound}
+    assert role_inputs.check(SPEC, given, NOW)[0] == []

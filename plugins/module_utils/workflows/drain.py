@@ -217,6 +217,7 @@ class DrainRun:
         self.client = client
         self.opts = opts
         self.plans = plans
+        self.blocker = ""  # what kept the drain from finishing, when it ran out of time (model/blocked.py)
         self.selection = selection or opts.selection()
         self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
                                   skip_after=opts.skip_wait_for_delete_timeout)
@@ -588,6 +589,7 @@ class DrainRun:
         except WaitTimeout:
             error = (f"drain of node {self.opts.node} timed out after {self.opts.timeout:g} s; "
                      f"still pending: {self.tracker.describe_pending()}")
+            self.blocker = f"drain timed out after {self.opts.timeout:g} s; pending: {self.tracker.describe_pending()}"
         except run.LeaseLost as exc:  # the run is alive, but this node's leases are not its own any more
             error = f"drain of node {self.opts.node} stopped: {exc.message}. Not evicted: {self.tracker.describe_pending()}"
         except ApiError as exc:  # the watch failed for good (403, say)
@@ -704,7 +706,8 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
     }
     refused = [p for p in plans if p.action == REFUSE]
     if refused:
-        raise DrainFailed(refusal_message(opts.node, refused), refused=[p.brief() for p in refused], **result)
+        said = refusal_message(opts.node, refused)  # pods that never leave: a block (model/blocked.py)
+        raise DrainFailed(said, refused=[p.brief() for p in refused], blocker=said, **result)
     acting = [p for p in plans if p.action in (EVICT, DELETE, WAIT, COMPLETE)]
     result.update(rule_result(plans))
     if client.dry_run:  # the plan, with the API server's dry-run verdict a pod
@@ -738,5 +741,5 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
     if run.kubevirt is not None:
         result.update(migrations=run.kubevirt.status(), migrations_created=run.kubevirt.created)
     if not finished:
-        raise DrainFailed(error, **result)
+        raise DrainFailed(error, blocker=run.blocker, **result)
     return result

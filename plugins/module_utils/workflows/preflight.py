@@ -136,6 +136,13 @@ class NodeReport:
     batch: List[str] = field(default_factory=list)
     placements: List[Placement] = field(default_factory=list)
     migrations: List[str] = field(default_factory=list)  # VM pods the drain will live-migrate
+    # the blockers that are not the drain's (the begin refuses them, or capacity): a node with
+    # no other blocker is one whose drain would not finish (model/blocked.py, docs/design.md §18.4)
+    refusals: List[str] = field(default_factory=list)
+
+    def refuse(self, reason: str) -> None:
+        self.blockers.append(reason)
+        self.refusals.append(reason)
 
     def of(self, action: str) -> List[PodPlan]:
         return [p for p in self.plans if p.action == action]
@@ -204,7 +211,7 @@ def judge_names(report: NodeReport, maintenance_name: Optional[str]) -> None:
         try:
             validation.derived_name(name, "node", report.node)
         except InputError as exc:
-            report.blockers.append(f"{what} cannot be made: {exc.message} (the begin refuses it before any write)")
+            report.refuse(f"{what} cannot be made: {exc.message} (the begin refuses it before any write)")
 
 
 def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
@@ -217,7 +224,7 @@ def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
                                f"there to stop the pods; the drain stops waiting for each after "
                                f"skip_wait_for_delete_timeout ({skip_wait} s)")
     else:
-        report.blockers.append(not_ready_refusal(report.node, state))
+        report.refuse(not_ready_refusal(report.node, state))
 
 
 def judge_etcd(client: Client, reports: List[NodeReport], nodes: Dict[str, Obj], opts: PreflightOptions) -> None:
@@ -234,7 +241,7 @@ def judge_etcd(client: Client, reports: List[NodeReport], nodes: Dict[str, Obj],
         if verdict.allowed:
             continue
         if verdict.never:
-            report.blockers.append(f"{verdict.reason} (the begin refuses it before any write)")
+            report.refuse(f"{verdict.reason} (the begin refuses it before any write)")
         else:
             report.warnings.append(f"{verdict.reason} (the begin waits for it)")
 
@@ -429,8 +436,7 @@ def judge_capacity(reports: List[NodeReport], pods: Dict[str, Obj], snapshot: Sn
             pl = by_key[f"{pod['metadata'].get('namespace', '')}/{pod['metadata']['name']}"]
             r.placements.append(pl)
             if not pl.node:
-                r.blockers.append(f"{pl.namespace}/{pl.name} would stay Pending ({show_requests(pl.requests)}): "
-                                  f"{pl.reason}")
+                r.refuse(f"{pl.namespace}/{pl.name} would stay Pending ({show_requests(pl.requests)}): {pl.reason}")
             notes = unjudged(pod)
             if notes:
                 r.warnings.append(f"{pl.namespace}/{pl.name} has {' and '.join(notes)}, not judged by the "
@@ -468,9 +474,9 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
             report.found = False
             try:
                 validation.node_name(name)
-                report.blockers.append(f"node {name!r} not found in cluster")
+                report.refuse(f"node {name!r} not found in cluster")
             except InputError as exc:
-                report.blockers.append(f"not found in cluster: {exc.message}")
+                report.refuse(f"not found in cluster: {exc.message}")
             continue
         judge_names(report, (opts.maintenance_names or {}).get(name))
         judge_readiness(report, snapshot.nodes[name], opts.skip_wait_for_delete_timeout)
@@ -497,6 +503,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     summary = (f"no-go: {len(blocked)} of {len(reports)} node(s) blocked: {', '.join(blocked)}" if blocked
                else f"go: none of {len(reports)} node(s) is blocked")
     return {"changed": False, "go": not blocked, "summary": summary, "blocked": blocked,
+            "drain_blocked": [r.node for r in reports if r.verdict == NO_GO and not r.refusals],
             "table": table(reports), "nodes": [r.as_dict() for r in reports], "reasons": reasons(reports),
             "elapsed": round(time.monotonic() - started, 3), "api_requests": client.requests - first_request,
             "reads": {"pods_of_judged_nodes": snapshot.how, "every_node_listed": snapshot.every_node_listed,

@@ -279,3 +279,16 @@ def test_replacements_are_found_from_the_moved_pods_owners_not_from_every_pod_of
     assert [p["metadata"]["name"] for p in found] == ["job-x-qqqqq"]
     pages = [q for path, q in server.queries if path.endswith("/pods")]
     assert len(pages) == 3 and all(q["limit"] == 500 for q in pages), pages
+
+
+def test_the_failure_the_playbook_repeats_at_its_end_is_the_nodes_not_its_time():
+    """playbooks/maintenance.yml ends a failed node's host and fails it in its last play, with
+    its last line, when the other nodes have had their turn: the node failed, its phases end
+    where its own tasks did."""
+    c = a_run()
+    c.add(rec("node-b", "Failed | Stop here", "ansible.builtin.fail", 19.5, 19.6,
+              {"msg": "maintenance of node node-b failed (work phase): ..."}, "failed"))
+    b = {n["name"]: n for n in c.build(T0 + 20)["nodes"]}["node-b"]
+    alone = {n["name"]: n for n in a_run().build(T0 + 20)["nodes"]}["node-b"]
+    assert b["outcome"] == "failed" and b["error"] == alone["error"]
+    assert b["seconds"] == alone["seconds"] and b["phases"] == alone["phases"]

@@ -123,8 +123,10 @@ def test_the_run_is_marked_stopped_before_a_rollback_frees_the_places(monkeypatc
     monkeypatch.setattr(lifecycle.maintenance, "find", lambda *_a, **_k: nm)
     monkeypatch.setattr(lifecycle.maintenance, "update_status", lambda _c, found, _w: (found, False))
     monkeypatch.setattr(lifecycle, "refuse_if_live_run", lambda *_a: None)
-    monkeypatch.setattr(lifecycle.info, "describe", lambda *_a, **_k: (_ for _ in ()).throw(
-        lifecycle.NmoError("not read")))
+    def unread(*_a, **_k):
+        raise lifecycle.NmoError("not read")
+
+    monkeypatch.setattr(lifecycle.info, "describe", unread)
     monkeypatch.setattr(lifecycle, "mark_stopped", lambda *_a: order.append("mark stopped") or [])
     monkeypatch.setattr(lifecycle, "rollback", lambda *_a, **_k: order.append("rollback") or {
         "reached": ["maintenance", "lease"], "warnings": [], "events": [], "changed": True})

@@ -123,6 +123,7 @@ def test_the_run_is_marked_stopped_before_a_rollback_frees_the_places(monkeypatc
     monkeypatch.setattr(lifecycle.maintenance, "find", lambda *_a, **_k: nm)
     monkeypatch.setattr(lifecycle.maintenance, "update_status", lambda _c, found, _w: (found, False))
     monkeypatch.setattr(lifecycle, "refuse_if_live_run", lambda *_a: None)
+
     def unread(*_a, **_k):
         raise lifecycle.NmoError("not read")
 

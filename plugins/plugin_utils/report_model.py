@@ -177,6 +177,11 @@ class Collector:
         if prefix is not None and name is None:
             story.open = None
             return
+        if name == "failed" and rec.status == "failed" and not ROLE_PREFIX.match(rec.task):
+            # the maintenance playbook's last play failing the node with its last line
+            # (node_maintenance_fail_at_run_end): the node's failure, not time it spent
+            story.failed_tasks.append(rec)
+            return
         if name == "hooks" and story.open is not None and story.open.name.startswith("hooks"):
             name = story.open.name  # a hook task whose name was not templated: the include said which
         if name is not None and (story.open is None or story.open.name != name):

@@ -54,7 +54,8 @@ def last_line(result, node: str) -> str:
     """The message of the failed node's last task (Failed | Stop here)."""
     stopped = result.task("Failed | Stop here")
     assert stopped, f"no failure line: {result.output[-3000:]}"
-    return next(r["result"]["msg"] for r in stopped if r["host"] == node)
+    # the playbook fails the node in its last play; the role's own task is then skipped
+    return next(r["result"]["msg"] for r in stopped if r["host"] == node and r["status"] == "failed")
 
 
 SETTLE = "nmo.maintenance/settle"  # the drain's snapshot of what must be whole again (model/settle.py)

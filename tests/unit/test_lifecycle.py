@@ -74,3 +74,64 @@ def test_a_node_that_is_not_ready_is_described_for_an_operator():
         "lastHeartbeatTime 2026-12-01T10:00:00Z)")
     assert "no Ready condition" in ready.not_ready_text("w1", {"status": {}})
     assert ready.not_ready_text("w1", None) == "node w1 was deleted while we waited for it to be Ready"
+
+
+class LeasesOnly:
+    """The leases namespace and nothing else: a request for anything but its list or a lease
+    patch fails the test."""
+
+    dry_run = False
+
+    def __init__(self, items) -> None:
+        self.items, self.patches = items, []
+
+    def get(self, path):
+        assert path.endswith("/leases"), path
+        return {"items": self.items}
+
+    def patch(self, path, body, kind):
+        self.patches.append((path, body, kind))
+
+
+def test_a_begin_refused_before_its_first_write_still_stops_the_run():
+    """docs/design.md §18.1: a failure in any phase stops the run; a begin refused before it wrote
+    anything (a node without its kubelet) wrote nothing on the node, but the nodes after it must
+    not begin: the run lease says the run stopped after it."""
+    run_lease = {"metadata": {"name": "nmo-run-r1", "namespace": "medik8s-leases"}, "spec": {"holderIdentity": "r1"}}
+    client = LeasesOnly([run_lease])
+    done = lifecycle.failed(client, opts(run_id="r1"), "Begin | ...: node w1 is not Ready", [], phase="begin")
+    assert "Nothing was written" in done["message"] or "nothing was written" in done["message"].lower()
+    assert not done["changed"] and not done["kept"] and done["warnings"] == []
+    (path, ops, kind), = client.patches
+    assert path.endswith("/leases/nmo-run-r1") and kind == "json"
+    assert ops[-1]["path"] == "/metadata/annotations/nmo.maintenance~1stopped-after" and ops[-1]["value"] == "w1/begin"
+
+
+def test_the_run_is_marked_stopped_before_a_rollback_frees_the_places(monkeypatch):
+    """docs/design.md §18.2: a node waiting for the failed node's place sees the place free the
+    moment the rollback releases it; the run must be marked stopped by then, or that node begins
+    (found by test_rollout_matrix: a drain failure at concurrency 2 with one node a zone)."""
+    order = []
+    nm = {"metadata": {"name": "maintenance-w1"}, "spec": {"nodeName": "w1"}, "status": {"phase": "Running"}}
+
+    class Client:
+        dry_run = False
+
+        def get_or_none(self, _path):
+            return {"metadata": {"name": "w1"}}
+
+    monkeypatch.setattr(lifecycle.maintenance, "find", lambda *_a, **_k: nm)
+    monkeypatch.setattr(lifecycle.maintenance, "update_status", lambda _c, found, _w: (found, False))
+    monkeypatch.setattr(lifecycle, "refuse_if_live_run", lambda *_a: None)
+
+    def unread(*_a, **_k):
+        raise lifecycle.NmoError("not read")
+
+    monkeypatch.setattr(lifecycle.info, "describe", unread)
+    monkeypatch.setattr(lifecycle, "mark_stopped", lambda *_a: order.append("mark stopped") or [])
+    monkeypatch.setattr(lifecycle, "rollback", lambda *_a, **_k: order.append("rollback") or {
+        "reached": ["maintenance", "lease"], "warnings": [], "events": [], "changed": True})
+    done = lifecycle.failed(Client(), opts(run_id="r1"), "Drain | Evict: timed out", ["maintenance", "lease"],
+                            policy="auto", phase="drain")
+    assert done["rolled_back"] and not done["kept"]
+    assert order == ["mark stopped", "rollback"]

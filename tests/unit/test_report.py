@@ -316,3 +316,15 @@ def test_a_blocked_node_the_rollout_went_past_is_named_with_why(action, outcome)
     cases = {c.get("name"): c for c in ElementTree.fromstring(report_render.to_junit(report)).findall(".//testcase")}
     assert cases["node-c"].find("skipped").get("message") == said and cases["node-c"].find("failure") is None
     assert said in report_render.to_html(report)
+
+def test_the_failure_the_playbook_repeats_at_its_end_is_the_nodes_not_its_time():
+    """playbooks/maintenance.yml ends a failed node's host and fails it in its last play, with
+    its last line, when the other nodes have had their turn: the node failed, its phases end
+    where its own tasks did."""
+    c = a_run()
+    c.add(rec("node-b", "Failed | Stop here", "ansible.builtin.fail", 19.5, 19.6,
+              {"msg": "maintenance of node node-b failed (work phase): ..."}, "failed"))
+    b = {n["name"]: n for n in c.build(T0 + 20)["nodes"]}["node-b"]
+    alone = {n["name"]: n for n in a_run().build(T0 + 20)["nodes"]}["node-b"]
+    assert b["outcome"] == "failed" and b["error"] == alone["error"]
+    assert b["seconds"] == alone["seconds"] and b["phases"] == alone["phases"]

@@ -550,8 +550,10 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     message still says what the node is left with as far as this run knows, and what to run.
 
     A begin refused before its first write (``reached`` empty) left nothing to record or undo:
-    the message says nothing was written, with no request made, and the options are not
-    judged again (a name the begin refused as too long would only be refused again here).
+    the message says nothing was written on the node, and the options are not judged again (a
+    name the begin refused as too long would only be refused again here). The run is still
+    stopped (its run lease marked, docs/design.md §18.1: a failure in any phase, the begin's
+    too), or the nodes after it would begin as if nothing had failed.
     """
     if policy is None:
         policy = failure.ROLLBACK if roll_back else failure.KEEP
@@ -561,6 +563,8 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
                               "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
                               "kept": False}
     if not reached:
+        if opts.run_id and not client.dry_run:
+            result["warnings"] += mark_stopped(client, opts, phase, kept=False)
         result["message"] = failure.message(opts.node, error, {
             **result, "reached": [], "maintenance": None, "dry_run": client.dry_run})
         return result
@@ -597,6 +601,10 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
             result["node_deleted"] = True
         result["kept"] = kept and "maintenance" in reached and not result.get("node_deleted")
         result["changed"] = result["recorded"] or bool(recorder.recorded)
+        # the run stops before the rollback frees this node's places: a node waiting for one
+        # must find the run stopped when it sees the place free, or it begins (docs/design.md §18.2)
+        if opts.run_id and not client.dry_run:
+            result["warnings"] += mark_stopped(client, opts, phase, bool(result["kept"]))
         if undo and reached:
             undone = rollback(client, opts, reached, keep_record=True)
             result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
@@ -612,8 +620,6 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     result["events"] = recorder.recorded + result["events"]
     result["warnings"] += recorder.warnings
     result["maintenance"] = maintenance.summary(nm)
-    if opts.run_id and not client.dry_run:
-        result["warnings"] += mark_stopped(client, opts, phase, bool(result["kept"]))
     report = None
     if reached and not client.dry_run:  # where the node stands now, read once: the operator's last line says it
         try:

@@ -44,8 +44,19 @@ def test_started_moves_the_phase_and_names_the_run():
     first = Record().started("begin", "r1")
     assert (first.phase, first.run) == ("begin", "r1")
     assert first.started("drain", "").run == "r1"
+    assert first.started("drain", "r1") == Record(run="r1", phase="drain")
+
+
+def test_a_run_that_takes_over_another_s_record_holds_none_of_its_leases():
+    old = Record(run="r1", phase="work", held="all", places=("s-0",), reached=("maintenance",))
+    assert old.started("ready", "r1").held == "all"
+    assert old.started("ready", "r2") == Record(run="r2", phase="ready", held="none", places=("s-0",),
+                                                 reached=("maintenance",))
+
+
+def test_an_unknown_phase_cannot_start():
     with pytest.raises(ValueError, match="unknown phase 'flash'"):
-        first.started("flash", "r1")
+        Record().started("flash", "r1")
 
 
 def test_requests_add_up_kind_by_kind():

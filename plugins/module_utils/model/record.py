@@ -78,10 +78,13 @@ class Record:
 
     # -- changes, as the modules make them ---------------------------------------------------
     def started(self, phase: str, run: str) -> Record:
-        """The record once ``phase`` started in ``run``."""
+        """The record once ``phase`` started in ``run``. A run that takes over a record of
+        another (a resumed node) holds none of that run's leases by this record's word."""
         if phase not in PHASES:
             raise ValueError(f"unknown phase {phase!r} (known: {', '.join(PHASES)})")
-        return replace(self, phase=phase, run=run or self.run)
+        if not run or run == self.run:
+            return replace(self, phase=phase)
+        return replace(self, phase=phase, run=run, held="none")
 
     def with_requests(self, added: Dict[str, int]) -> Record:
         """The record with a call's API requests added, kind by kind."""

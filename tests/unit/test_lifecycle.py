@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, RefusedError
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_ready as ready
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
 
@@ -74,3 +75,23 @@ def test_a_node_that_is_not_ready_is_described_for_an_operator():
         "lastHeartbeatTime 2026-12-01T10:00:00Z)")
     assert "no Ready condition" in ready.not_ready_text("w1", {"status": {}})
     assert ready.not_ready_text("w1", None) == "node w1 was deleted while we waited for it to be Ready"
+
+
+ALL = list(lifecycle.BEGIN_STEPS)
+
+
+@pytest.mark.parametrize("progress, nm_run, reached", [
+    (Record(run="r1", phase="begin", reached=("maintenance", "lease")), "r1", ["maintenance", "lease"]),
+    (Record(run="r1", phase="drain", reached=("maintenance",)), "r1", ALL),  # past its begin: all of them
+    (Record(run="r0", phase="work", reached=tuple(ALL)), "r0", []),  # another run's record: nothing of this run
+    (None, "r1", ["maintenance"]),  # no record, a NodeMaintenance this run made
+    (None, "r0", []),
+    (Record(run="r1", phase="gate"), "r0", ALL),
+])
+def test_the_steps_to_undo_are_those_the_record_of_this_run_says(progress, nm_run, reached):
+    nm = {"metadata": {"name": "maintenance-w1", "annotations": {"nmo.maintenance/run": nm_run}}}
+    assert lifecycle.reached_of(None, opts(run_id="r1"), nm, progress) == reached
+
+
+def test_without_a_maintenance_or_a_record_nothing_of_the_run_is_undone():
+    assert lifecycle.reached_of(None, opts(run_id="r1"), None, None) == []

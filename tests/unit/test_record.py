@@ -50,8 +50,8 @@ def test_started_moves_the_phase_and_names_the_run():
 def test_a_run_that_takes_over_another_s_record_holds_none_of_its_leases():
     old = Record(run="r1", phase="work", held="all", places=("s-0",), reached=("maintenance",))
     assert old.started("ready", "r1").held == "all"
-    assert old.started("ready", "r2") == Record(run="r2", phase="ready", held="none", places=("s-0",),
-                                                 reached=("maintenance",))
+    taken = Record(run="r2", phase="ready", held="none", places=("s-0",), reached=("maintenance",))
+    assert old.started("ready", "r2") == taken
 
 
 def test_an_unknown_phase_cannot_start():

@@ -61,7 +61,8 @@ options:
   maintenance:
     description:
       - Name of the NodeMaintenance whose status shows the drain's progress. It must name O(node).
-      - Without it the drain writes no status and records no event.
+      - Without it the drain writes no status and records no event; with O(run_id), the node's
+        C(NodeMaintenance) (the one whose progress record the drain updates).
     type: str
   progress_interval:
     description:
@@ -85,10 +86,11 @@ options:
       - A lease that lapsed, was deleted or is someone else's now stops the drain before any
         further eviction, saying when it lapsed and how late its renewal was (C(the node lease
         of X lapsed at T (renewal late by N s)), another run may hold the node); one renewed
-        late by the run's heartbeat is a warning. The role passes what its begin took.
+        late by the run's heartbeat is a warning.
+      - Omitted, with O(run_id) what the node's progress record says the begin of that run took
+        (docs/design.md §18.5); otherwise V(none).
     type: str
     choices: [none, slot, all]
-    default: none
   validate_only:
     description:
       - Only check the options, with no request to the API server, and return. The role does
@@ -103,8 +105,10 @@ options:
         nothing, and follow the C(NodeMaintenance) by watch until NMO sets it C(Succeeded), with
         the same progress lines; fail with NMO's C(lastError) when it sets C(Failed), or at
         O(drain.timeout) naming the pending pods.
-      - Omitted, as the run O(run_id) says (the mode its start wrote on the run lease); without
-        O(run_id), V(false).
+      - Omitted, as the node's C(NodeMaintenance) says (its mode annotation), else as the run
+        O(run_id) says (the mode its start wrote on the run lease); without O(run_id), V(false).
+      - With O(run_id), the drain first writes in the node's progress record that the drain
+        phase started (M(nmo.maintenance.nmo_progress)).
     type: bool
   volume_detach_timeout:
     description:
@@ -358,12 +362,15 @@ settle:
   type: dict
 """
 
+from dataclasses import replace
+
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import validation
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import record, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_conditions import drained_message
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_conditions
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import record as records
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start, settle, volumes
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.run import guard_for
@@ -380,6 +387,16 @@ def core(client, params):
     else:
         validation.problems(opts.validate, lambda: validation.seconds(volume_timeout, "volume_detach_timeout"))
         with_operator = params["operator"]
+        if params["run_id"]:  # the node's progress record: the drain phase starts (model/record.py), and
+            # what the role leaves unset is as it says: the NodeMaintenance, the leases held, the mode
+            nm, progress = records.started(client, opts.node, record.DRAIN, params["run_id"])
+            ours = progress if progress is not None and progress.run == params["run_id"] else None
+            if nm is not None and opts.maintenance is None:
+                opts = replace(opts, maintenance=nm["metadata"]["name"])
+            if params["held_leases"] is None:
+                opts = replace(opts, held_leases=ours.held if ours is not None else "none")
+            if nm is not None and with_operator is None:
+                with_operator = records.operated(nm)
         if with_operator is None:
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
         # docs/design.md §4.9.1: what must be whole again, known before anything is evicted
@@ -423,7 +440,7 @@ ARGUMENT_SPEC = {
     **specs.FLAT_DRAIN,
     "progress_interval": {"type": "float", "default": 10},
     "run_id": {"type": "str"},
-    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"},
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"]},
     "validate_only": {"type": "bool", "default": False},
     "operator": {"type": "bool"},
     "volume_detach_timeout": {"type": "float", "default": 0},

@@ -113,9 +113,12 @@ options:
     default: ""
   reached:
     description:
-      - With O(state=failed), the begin steps that were done (the C(reached) of the
-        O(state=present) call, failed or not); only those are undone. Omitted, all of them (a
-        maintenance that got past its begin, or was resumed).
+      - With O(state=failed), the begin steps that were done; only those are undone. Omitted,
+        the node's progress record says them (C(status.progress) of its C(NodeMaintenance), in
+        operator mode its annotation C(nmo.maintenance/progress)), that is the steps the begin of
+        run O(run_id) recorded while it went, all of them once the node got past its begin;
+        without a record of this run, the C(NodeMaintenance) (and in operator mode the slot)
+        if this run made them, else none.
     type: list
     elements: str
     choices: [maintenance, lease, taints, cordon]
@@ -136,21 +139,13 @@ options:
     choices: [auto, rollback, keep]
   phase:
     description:
-      - With O(state=failed), the phase that failed. Omitted, it is told by O(failed_task)
-        and O(drained).
+      - With O(state=failed), the phase that failed. Omitted, the phase the node's progress
+        record says it reached (every phase writes it as it starts; M(nmo.maintenance.nmo_progress)
+        for the hooks, the gate and the confirmation). A record that is missing or names no
+        known phase is taken as V(work), the earliest phase where the machine may be half-done,
+        and the message says so.
     type: str
     choices: [begin, before_drain, drain, work, ready, gate, confirm, end]
-  failed_task:
-    description:
-      - With O(state=failed) and no O(phase), the name of the task that failed; the role's
-        tasks name their phase (C(Begin |), C(Drain |), C(Ready |), C(Gate |), C(Confirm |),
-        C(End |)); any other task is a hook, before the drain or, once O(drained), a work hook.
-    type: str
-    default: ""
-  drained:
-    description: With O(state=failed) and no O(phase), whether the node's drain had completed.
-    type: bool
-    default: false
   on_blocked:
     description:
       - With O(state=failed), what a node whose drain could not finish (O(blocker) given, phase
@@ -218,10 +213,10 @@ options:
         by N s)), another run may hold the node), since another run may have had the node
         or its slot meanwhile, so the maintenance is not reported done. One renewed late is a
         warning.
-      - O(state=present) returns in RV(held_leases) what it took, for the later steps to pass.
+      - Omitted, what the node's progress record says this run holds (what its begin took).
+      - O(state=present) returns in RV(held_leases) what it took, and keeps it in the record.
     type: str
     choices: [none, slot, all]
-    default: none
 notes:
   - The single-purpose modules remain for playbooks that want one step at a time.
 """
@@ -469,13 +464,12 @@ def core(client, params):
     if params["state"] == "absent":
         return lifecycle.end(client, opts)
     if params["state"] == "failed":
-        reached = params["reached"] if params["reached"] is not None else list(lifecycle.BEGIN_STEPS)
-        phase = params["phase"] or failure.phase_of(params["failed_task"], params["drained"])
+        # omitted, the node's progress record in the cluster says them (model/record.py)
         if params["on_blocked"] is not None:  # the role's call: a drain that could not finish may be a block
-            return blocked.failed(client, opts, params["error"], reached, params["policy"] or failure.AUTO, phase,
-                                  params["on_blocked"], params["max_blocked"], params["blocker"])
-        return lifecycle.failed(client, opts, params["error"], reached, params["rollback"],
-                                policy=params["policy"], phase=phase)
+            return blocked.failed(client, opts, params["error"], params["reached"], params["policy"] or failure.AUTO,
+                                  params["phase"], params["on_blocked"], params["max_blocked"], params["blocker"])
+        return lifecycle.failed(client, opts, params["error"], params["reached"], params["rollback"],
+                                policy=params["policy"], phase=params["phase"])
     result = begin(client, opts, params["when_owned"])
     result.setdefault("mode", opts.mode)
     return result
@@ -498,15 +492,13 @@ ARGUMENT_SPEC = {
     "rollback": {"type": "bool", "default": True},
     "policy": {"type": "str", "choices": list(failure.POLICIES)},
     "phase": {"type": "str", "choices": list(failure.PHASES)},
-    "failed_task": {"type": "str", "default": ""},
-    "drained": {"type": "bool", "default": False},
     "on_blocked": {"type": "str", "choices": list(blocked_rule.POLICIES)},
     "max_blocked": {"type": "int", "default": 1},
     "blocker": {"type": "str", "default": ""},
     "mode": {"type": "str", "choices": ["standalone", "operator"]},
     "when_owned": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
     "requests_before": {"type": "list", "elements": "dict"},
-    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"]}}
 
 
 def main():

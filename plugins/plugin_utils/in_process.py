@@ -201,7 +201,7 @@ def why_shipped(core: Optional[capabilities.Capabilities] = None, environ: Optio
 
 
 MODULES = ("nmo_taint", "nmo_cordon", "nmo_crd", "nmo_info", "nmo_plan", "nmo_lease", "nmo_drain", "nmo_preflight",
-           "nmo_maintenance", "nmo_recover", "nmo_settle", "nmo_waiting", "nmo_silence", "nmo_notify")
+           "nmo_maintenance", "nmo_recover", "nmo_settle", "nmo_waiting", "nmo_silence", "nmo_notify", "nmo_progress")
 
 
 def preload() -> None:

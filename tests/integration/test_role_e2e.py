@@ -213,8 +213,14 @@ def test_failing_hook_rolls_back_that_node_and_stops_the_play(cluster, world, us
     world.add_nodes(workers=3)
     w1, w2, w3 = world.workers
     world.deployment("web", 3)
-    failing = hook(tmp_path, "work.yml", "- name: Replace the memory\n  ansible.builtin.fail:\n"
-                                         "    msg: DIMM slot 3 not detected\n"
+    # the hook reads the node's progress record (docs/design.md §18.5) as its work runs
+    failing = hook(tmp_path, "work.yml", "- name: Read the record\n  nmo.maintenance.nmo_progress:\n"
+                                         "    node: '{{ node_maintenance_node }}'\n"
+                                         "  delegate_to: localhost\n  register: seen\n"
+                                         f"  when: inventory_hostname == '{w2}'\n"
+                                         "- name: Replace the memory\n  ansible.builtin.fail:\n"
+                                         "    msg: \"DIMM slot 3 not detected (record: {{ seen.record.phase }} "
+                                         "{{ seen.record.held }} {{ seen.record.reached | join(',') }})\"\n"
                                          f"  when: inventory_hostname == '{w2}'\n")
     inventory = write_inventory(world, tmp_path)
 
@@ -227,6 +233,11 @@ def test_failing_hook_rolls_back_that_node_and_stops_the_play(cluster, world, us
     wait_clean(cluster.client, [w1, w2, w3])
     nm = maintenance_of(cluster.client, w2)
     assert nm["status"]["phase"] == "Failed" and "DIMM slot 3 not detected" in nm["status"]["lastError"], result.output[-5000:]
+    assert "(record: work all maintenance,lease,taints,cordon)" in result.output, "the record in the work hook"
+    progress = nm["status"]["progress"]  # the CRD keeps it: an unknown status field would be pruned
+    assert (progress["phase"], progress["failedPhase"], progress["run"]) == ("work", "work", nm["metadata"]["annotations"]
+                                                                             ["nmo.maintenance/run"]), progress
+    assert "DIMM slot 3 not detected" in progress["failure"] and progress["held"] == "all", progress
     assert "FailedMaintenance" in reasons_of(cluster.client, nm["metadata"]["name"])
     assert leases_naming(cluster.client, [w1, w2, w3], slot_prefix(world)) == [], "rollback releases the leases"
     assert maintenance_of(cluster.client, w1) is None and maintenance_of(cluster.client, w3) is None

@@ -8,23 +8,24 @@ import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 
 
-@pytest.mark.parametrize("task, drained, phase", [
-    ("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label", False, "begin"),
-    ("Hooks | Check the files of phase before_drain", False, "before_drain"),
-    ("Start the VM migration", False, "before_drain"),
-    ("Drain | Evict the pods (PodDisruptionBudgets respected)", False, "drain"),
-    ("Flash the firmware", True, "work"),
-    ("Hooks | Check the files of phase work", True, "work"),
-    ("Ready | Wait for the node to be Ready", True, "ready"),
-    ("Gate | Give up", True, "gate"),
-    ("Confirm | Return the node to service?", True, "confirm"),
-    ("End | Uncordon, remove the label and the taints", True, "end"),
-    ("", False, "before_drain"),
+@pytest.mark.parametrize("phase", failure.PHASES)
+def test_the_phase_is_the_one_the_node_s_record_says_it_reached(phase):
+    assert failure.phase_of(Record(run="r1", phase=phase)) == (phase, "")
+
+
+@pytest.mark.parametrize("progress, said", [
+    (None, "the node's NodeMaintenance has no progress record"),
+    (Record.parse({"phase": 7}), "its progress record names no known phase (none)"),
+    (Record.parse({"phase": "firmware"}), "its progress record names no known phase (firmware)"),
 ])
-def test_the_phase_is_told_by_the_task_and_the_drain(task, drained, phase):
-    assert failure.phase_of(task, drained) == phase
+def test_without_a_readable_phase_it_is_taken_as_the_work_phase_and_said(progress, said):
+    phase, note = failure.phase_of(progress)
+    assert phase == "work" and failure.keeps("auto", phase)  # the earliest phase where the machine may be half-done
+    assert note == (f"the phase that failed is unknown ({said}): taken as the work phase, "
+                    "the earliest where the machine may be half-done")
 
 
 @pytest.mark.parametrize("phase, kept", [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError, RefusedError
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_ready as ready
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
 
@@ -135,3 +136,23 @@ def test_the_run_is_marked_stopped_before_a_rollback_frees_the_places(monkeypatc
                             policy="auto", phase="drain")
     assert done["rolled_back"] and not done["kept"]
     assert order == ["mark stopped", "rollback"]
+
+
+ALL = list(lifecycle.BEGIN_STEPS)
+
+
+@pytest.mark.parametrize("progress, nm_run, reached", [
+    (Record(run="r1", phase="begin", reached=("maintenance", "lease")), "r1", ["maintenance", "lease"]),
+    (Record(run="r1", phase="drain", reached=("maintenance",)), "r1", ALL),  # past its begin: all of them
+    (Record(run="r0", phase="work", reached=tuple(ALL)), "r0", []),  # another run's record: nothing of this run
+    (None, "r1", ["maintenance"]),  # no record, a NodeMaintenance this run made
+    (None, "r0", []),
+    (Record(run="r1", phase="gate"), "r0", ALL),
+])
+def test_the_steps_to_undo_are_those_the_record_of_this_run_says(progress, nm_run, reached):
+    nm = {"metadata": {"name": "maintenance-w1", "annotations": {"nmo.maintenance/run": nm_run}}}
+    assert lifecycle.reached_of(None, opts(run_id="r1"), nm, progress) == reached
+
+
+def test_without_a_maintenance_or_a_record_nothing_of_the_run_is_undone():
+    assert lifecycle.reached_of(None, opts(run_id="r1"), None, None) == []

@@ -33,8 +33,8 @@ def test_status_changes_only_what_differs():
 
 
 def test_status_changes_refuses_unknown_fields_and_phases():
-    with pytest.raises(InputError, match="unknown status fields: progress"):
-        status_changes({}, {"progress": 3})
+    with pytest.raises(InputError, match="unknown status fields: percent"):
+        status_changes({}, {"percent": 3})
     with pytest.raises(InputError, match="phase must be one of"):
         status_changes({}, {"phase": "Done"})
 

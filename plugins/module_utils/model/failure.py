@@ -10,39 +10,43 @@ counts against the concurrency limit). A failure of the end itself (the work was
 checked) finishes what the end began: rolled back. ``rollback`` and ``keep`` apply to every
 phase.
 
-Pure functions: the role says which task failed and whether the drain had completed, this
-decides; the line is built from what was really done and what the cluster shows after.
+Pure functions: the node's progress record (record.py, kept in the cluster) says which phase
+it reached, this decides; the line is built from what was really done and what the cluster
+shows after.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import InputError
+from . import record
 from .times import parse_time
 
 AUTO, ROLLBACK, KEEP = "auto", "rollback", "keep"
 POLICIES = (AUTO, ROLLBACK, KEEP)
 
-# The role's phases, in order, named by the prefix of their task names ("Drain | ...").
-BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END = (
-    "begin", "before_drain", "drain", "work", "ready", "gate", "confirm", "end")
-PHASES = (BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END)
+# The role's phases, in order; the node's progress record (record.py) says which one it reached.
+PHASES = record.PHASES
+BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END = PHASES
 BEFORE_WORK = (BEGIN, BEFORE_DRAIN, DRAIN)
 KEPT_BY_AUTO = (WORK, READY, GATE, CONFIRM)
-_PREFIXES = {"Begin |": BEGIN, "Drain |": DRAIN, "Ready |": READY, "Gate |": GATE, "Confirm |": CONFIRM,
-             "End |": END}
+UNKNOWN_DEFAULT = WORK  # the earliest phase where the machine may be half-done
 
 
-def phase_of(failed_task: str, drained: bool) -> str:
-    """The phase a failure happened in, from the failed task's name and whether the drain had
-    completed. Hook tasks are the user's (any name): before the drain they are the
-    before-drain hooks, after it the work hooks."""
-    for prefix, phase in _PREFIXES.items():
-        if (failed_task or "").startswith(prefix):
-            return phase
-    return WORK if drained else BEFORE_DRAIN
+def phase_of(progress: Optional[record.Record]) -> Tuple[str, str]:
+    """The phase a failure happened in: the one the node's progress record says it reached
+    (every phase writes it as it starts), and a note when the record cannot say. Without a
+    readable phase the failure is taken as in the work phase, the earliest where the machine
+    may be half-done: ``auto`` then keeps the node out of service rather than return to
+    service a machine whose state nobody knows."""
+    if progress is not None and progress.phase_known:
+        return progress.phase, ""
+    what = ("the node's NodeMaintenance has no progress record" if progress is None
+            else f"its progress record names no known phase ({progress.phase or 'none'!s})")
+    return UNKNOWN_DEFAULT, (f"the phase that failed is unknown ({what}): taken as the "
+                             f"{UNKNOWN_DEFAULT} phase, the earliest where the machine may be half-done")
 
 
 def keeps(policy: str, phase: str) -> bool:

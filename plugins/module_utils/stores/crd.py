@@ -20,7 +20,8 @@ CRD_PATH = paths.CRDS
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
-SCHEMA_REVISION = "4"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods
+SCHEMA_REVISION = "5"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods;
+# 5: progress (the node's progress record, model/record.py)
 REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
 NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
 
@@ -69,6 +70,24 @@ def manifest() -> Dict[str, Any]:
                 "type": "array", "description": "Pods a drain rule or their drain label keeps on the node.",
                 "items": {"type": "object", "properties": {
                     k: {"type": "string"} for k in ("namespace", "name", "reason")}},
+            },
+            # Ours (model/record.py, docs/design.md §18.5): how far the node's maintenance got, written
+            # by every phase as it starts and read by the failure policy, the summary and the report.
+            "progress": {
+                "type": "object", "description": "The node's progress record (this collection's).",
+                "properties": {
+                    "run": {"type": "string", "description": "The run that wrote it last."},
+                    "phase": {"type": "string", "description": "The phase reached (the last that started)."},
+                    "reached": {"type": "array", "items": {"type": "string"},
+                                "description": "The begin steps done."},
+                    "held": {"type": "string", "description": "Which leases the run holds: none, slot or all."},
+                    "places": {"type": "array", "items": {"type": "string"},
+                               "description": "The leases held: slot, topology places, node lease."},
+                    "failure": {"type": "string", "description": "The error, once it failed."},
+                    "failedPhase": {"type": "string", "description": "The phase it failed in."},
+                    "requests": {"type": "object", "additionalProperties": {"type": "integer"},
+                                 "description": "The API requests of the node's calls, by kind."},
+                },
             },
         },
     }

@@ -24,7 +24,7 @@ API_VERSION = f"{GROUP}/{VERSION}"
 ADOPTED_ANNOTATION = "nmo.maintenance/adopted-from"
 MODE_ANNOTATION = "nmo.maintenance/mode"  # standalone: this collection did the work; operator: NMO did
 STATUS_FIELDS = ("phase", "drainProgress", "totalpods", "evictionPods", "pendingPods", "pendingPodsRefs",
-                 "lastError", "errorOnLeaseCount", "migrations", "drainBatch", "skippedPods")
+                 "lastError", "errorOnLeaseCount", "migrations", "drainBatch", "skippedPods", "progress")
 
 
 def default_name(node: str) -> str:

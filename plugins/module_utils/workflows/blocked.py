@@ -24,20 +24,26 @@ from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model import blocked as rule
+from ..model import failure
 from ..model.failure import recover_command
 from ..model.marks import QUARANTINED
 from ..stores import events, maintenance
 from ..stores import leases as lease_store
+from ..stores import record as record_store
 from . import disruption, lifecycle, run
 
 ATTEMPTS = 10  # the run lease is renewed every few seconds: a guarded write is tried again on a conflict
 MAX_BLOCKER = 500  # characters of the blocker kept in the annotation
 
 
-def failed(client: Client, opts: lifecycle.Options, error: str, reached: List[str], policy: str, phase: str,
-           on_blocked: str, max_blocked: int, blocker: str) -> Dict[str, Any]:
-    """The failed node's call: skip or quarantine a blocked node within the bound, or the failure path."""
+def failed(client: Client, opts: lifecycle.Options, error: str, reached: Optional[List[str]], policy: str,
+           given_phase: Optional[str], on_blocked: str, max_blocked: int, blocker: str) -> Dict[str, Any]:
+    """The failed node's call: skip or quarantine a blocked node within the bound, or the failure path.
+
+    ``given_phase`` omitted (the role's call), the node's progress record says it (docs/design.md
+    §18.5); the failure path reads the record again itself, and says when it cannot."""
     rule.validate(on_blocked, max_blocked)
+    phase = given_phase or recorded_phase(client, opts)
     verdict = rule.decide(on_blocked, phase, blocker, 0, max_blocked)
     if verdict.action != rule.FAIL and (client.dry_run or not opts.run_id or opts.mode != "standalone"):
         verdict = rule.Verdict(rule.FAIL, True, "its drain is blocked; a node is not skipped or quarantined in a "
@@ -52,16 +58,26 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: List[st
     if verdict.action == rule.FAIL:
         # the reason first: lastError keeps 1000 characters, and a drain's error can be long
         said = f"{verdict.why}. {error}" if verdict.block and on_blocked != rule.STOP else error
-        result = lifecycle.failed(client, opts, said, reached, policy=policy, phase=phase)
+        result = lifecycle.failed(client, opts, said, reached, policy=policy, phase=given_phase)
         result["blocked"] = {"action": rule.FAIL, "why": verdict.why, "blocker": blocker} if verdict.block else {}
         result["warnings"] = list(result.get("warnings") or []) + ([warning] if warning else [])
         return result
-    done = skip(client, opts, reached) if verdict.action == rule.SKIP else quarantine(client, opts, blocker)
+    done = skip(client, opts, reached or []) if verdict.action == rule.SKIP else quarantine(client, opts, blocker)
     done.update(state="failed", phase=phase, policy=policy, kept=verdict.action == rule.QUARANTINE,
                 rolled_back=verdict.action == rule.SKIP, recorded=False, left_to=None,
                 blocked={"action": verdict.action, "why": verdict.why, "blocker": blocker},
                 outcome=rule.outcome(verdict), message=line(opts.node, verdict, done))
     return done
+
+
+def recorded_phase(client: Client, opts: lifecycle.Options) -> str:
+    """The phase this run's record of the node says it reached; unreadable or another run's, the
+    failure policy's default (never a block: only the drain phase can be one)."""
+    try:
+        _nm, progress = record_store.read(client, opts.node)
+    except NmoError:
+        progress = None
+    return failure.phase_of(progress if progress is not None and progress.run == opts.run_id else None)[0]
 
 
 def counted(client: Client, opts: lifecycle.Options, on_blocked: str, phase: str, blocker: str,

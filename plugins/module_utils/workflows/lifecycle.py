@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, rollout, validation
+from ..model import failure, record, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -41,6 +41,7 @@ from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from ..model.taints import MAINTENANCE_TAINTS
 from ..stores import crd, events, maintenance, node_conditions, nodes
 from ..stores import leases as lease_store
+from ..stores import record as record_store
 from . import disruption, info, operator, run
 
 BEGIN_STEPS = ("maintenance", "lease", "taints", "cordon")
@@ -61,7 +62,8 @@ class Options:
     end_events: List[Dict[str, Any]] = field(default_factory=list)
     run_id: str = ""
     mode: str = operator.STANDALONE  # operator: NMO does the node's work (operator.py)
-    held_leases: str = run.HELD_NONE  # the end: the node's leases the run must still hold (run.Guard)
+    # the end: the node's leases the run must still hold (run.Guard); None: as the progress record says
+    held_leases: Optional[str] = run.HELD_NONE
     # the begin: a node without its kubelet (NotReady, unreachable) is refused before any write,
     # as the pre-flight refuses it: its drain would wait for evictions nobody carries out (the
     # role sets it unless the drain's skip_wait_for_delete_timeout lets the drain go on)
@@ -83,7 +85,8 @@ class Options:
         validation.events(self.end_events)
         if self.run_id:
             run.validate_id(self.run_id)
-        validation.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)
+        if self.held_leases is not None:
+            validation.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)
         if self.mode not in (operator.STANDALONE, operator.OPERATOR):
             raise InputError(f"mode must be standalone or operator, got {self.mode!r}")
         self.lease.validate()
@@ -101,6 +104,43 @@ class Progress:
     def fail(self, exc: NmoError) -> NmoError:
         exc.details["reached"] = list(self.reached)
         return exc
+
+
+# -- the node's progress record (model/record.py) -------------------------------------------------
+def note_begin(client: Client, nm: Dict[str, Any], opts: Options, reached: List[str],
+               held: str = run.HELD_NONE, places: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The begin's record: the phase, the steps done so far, the leases the run holds."""
+    found = record_store.of(nm) or record.Record()
+    now = replace(found.started(failure.BEGIN, opts.run_id), reached=tuple(reached), held=held,
+                  places=places or found.places, failure="", failed_phase="")
+    return record_store.write(client, nm, now)
+
+
+def note_reached_on_failure(client: Client, nm: Optional[Dict[str, Any]], opts: Options, reached: List[str]) -> None:
+    """A failed begin leaves the steps it did in the record, for the failure path to undo just
+    those; a record it cannot write is no second error (the failure path then reads the cluster)."""
+    if nm is None or client.dry_run:
+        return
+    try:
+        note_begin(client, nm, opts, reached)
+    except NmoError:
+        pass
+
+
+def reached_of(client: Client, opts: Options, nm: Optional[Dict[str, Any]],
+               progress: Optional[record.Record]) -> List[str]:
+    """The begin steps this run did on the node, as the cluster shows them: the record's, while
+    the node was in its begin; all of them once it got past it (or was resumed by this run);
+    without a record of this run, its NodeMaintenance (and in operator mode the slot taken
+    before it) if this run made or adopted them; otherwise none."""
+    if progress is not None and progress.run == opts.run_id:
+        return list(progress.reached) if progress.phase == failure.BEGIN else list(BEGIN_STEPS)
+    ours = bool(nm) and run.run_of(nm) == opts.run_id and bool(opts.run_id)
+    if opts.mode != operator.OPERATOR:
+        return ["maintenance"] if ours else []
+    held = bool(opts.run_id) and bool(rollout.kept_leases(
+        lease_store.list_leases(client, opts.lease.namespace), opts.node, opts.lease.slot_prefix))
+    return (["lease"] if held else []) + (["maintenance"] if ours else [])
 
 
 # -- steps shared with the single-purpose modules ------------------------------------------------
@@ -227,6 +267,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
     guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
     changed = False
+    nm: Optional[Dict[str, Any]] = None
     try:
         # One list of the leases namespace tells whether the run is still there (no write for
         # a run that is gone) and, a moment later, answers the lease step's first look.
@@ -256,6 +297,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         name = nm["metadata"]["name"]
         result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
         progress.done("maintenance")
+        nm = note_begin(client, nm, opts, progress.reached)  # the record says the begin started
 
         # a NodeMaintenance that only a dry run imagined cannot be named to the guard
         imagined = client.dry_run and made["created"]
@@ -287,9 +329,12 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         conditions = (node_conditions.set_maintenance(client, node, opts.reason, name) if opts.node_conditions
                       else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
                             "warnings": []})
+        held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
+        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease))
     except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
+        note_reached_on_failure(client, nm if "maintenance" in progress.reached else None, opts, progress.reached)
         raise progress.fail(exc) from None
     result.update(
         changed=changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or tainted
@@ -297,7 +342,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         node_conditions={k: v for k, v in conditions.items() if k != "warnings"},
         reached=progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
-        held_leases=run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE,
+        held_leases=held,
         waited=lease.get("waited", 0.0),
         taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
         events=recorder.recorded,
@@ -348,6 +393,8 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
         made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
                                   with_operator=True)
         progress.done("maintenance")
+        held = run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE
+        made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease))
     except run.RunStopped as exc:  # the slot comes before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
@@ -357,7 +404,7 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
         changed=made["created"] or bool(made["adopted_from"]) or lease["changed"], reached=progress.reached,
         created=made["created"], adopted_from=made["adopted_from"], maintenance=maintenance.summary(nm),
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease}, waited=lease.get("waited", 0.0),
-        held_leases=run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE,
+        held_leases=held,
         events=recorder.recorded, warnings=lease.get("warnings", []),
         diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"]},
               "after": {"maintenance": view(nm), **lease["diff"]["after"]}})
@@ -419,8 +466,14 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
     reported done; the task fails (LeaseLost) and the role's failure path says what happened."""
     opts.validate()
     warnings: List[str] = []
-    if not client.dry_run and opts.held_leases != run.HELD_NONE:
-        guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
+    held = opts.held_leases
+    if opts.run_id:  # the record says the end started, and (unless told) which leases the run must hold
+        _nm, progress = record_store.started(client, opts.node, failure.END, opts.run_id)
+        if held is None:
+            held = progress.held if progress is not None and progress.run == opts.run_id else run.HELD_NONE
+    held = held or run.HELD_NONE
+    if not client.dry_run and held != run.HELD_NONE:
+        guard = run.guard_for(client, opts.run_id, node=opts.node, held=held)
         guard.check(force=True)
         warnings = guard.warnings
     done = end_with_operator(client, opts) if opts.mode == operator.OPERATOR else _undo(client, opts, BEGIN_STEPS, False)
@@ -532,8 +585,8 @@ def gone_node(name: str) -> Dict[str, Any]:
             "taints_after": [], "left_as_found": []}
 
 
-def failed(client: Client, opts: Options, error: str, reached: List[str], roll_back: bool = True,
-           policy: Optional[str] = None, phase: str = failure.WORK) -> Dict[str, Any]:
+def failed(client: Client, opts: Options, error: str, reached: Optional[List[str]] = None, roll_back: bool = True,
+           policy: Optional[str] = None, phase: Optional[str] = None) -> Dict[str, Any]:
     """A maintenance that failed, in one call: record it, then roll back or keep, then say where
     the node stands (``message``, the failed node's last line).
 
@@ -550,18 +603,40 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     message still says what the node is left with as far as this run knows, and what to run.
 
     A begin refused before its first write (``reached`` empty) left nothing to record or undo:
-    the message says nothing was written on the node, and the options are not judged again (a
-    name the begin refused as too long would only be refused again here). The run is still
-    stopped (its run lease marked, docs/design.md §18.1: a failure in any phase, the begin's
-    too), or the nodes after it would begin as if nothing had failed.
+    the message says nothing was written, with no request made but the run's, and the options
+    are not judged again (a name the begin refused as too long would only be refused again
+    here). The run is still stopped (its run lease marked, docs/design.md §18.1: a failure in
+    any phase, the begin's too), or the nodes after it would begin as if nothing had failed.
+
+    ``reached`` and ``phase`` omitted (the role passes neither), the node's progress record
+    says them (model/record.py; ``reached_of``, ``failure.phase_of``); the record then keeps
+    the failure and its phase too.
     """
     if policy is None:
         policy = failure.ROLLBACK if roll_back else failure.KEEP
+    nm: Optional[Dict[str, Any]] = None
+    notes: List[str] = []
+    progress: Optional[record.Record] = None
+    if reached is None or phase is None:
+        try:
+            nm, progress = record_store.read(client, opts.node)
+            if reached is None:
+                reached = reached_of(client, opts, nm, progress)
+        except NmoError as exc:
+            # what a begin that finished leaves, said as such: the record that would tell is unreadable
+            raise NmoError(failure.unrecorded_message(
+                opts.node, error, str(exc), "its progress record could not be read; if its begin had finished: "
+                + failure.known_state(list(BEGIN_STEPS), None, opts.lease.duration)),
+                reached=[], phase=phase or failure.UNKNOWN_DEFAULT, policy=policy) from None
+        if phase is None:
+            phase, note = failure.phase_of(progress if progress is not None and progress.run == opts.run_id
+                                           else None) if reached else (failure.BEGIN, "")
+            notes += [note] if note else []
     reached = list(reached)
     result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
-                              "warnings": [], "diff": {"before": {}, "after": {}}, "phase": phase, "policy": policy,
-                              "kept": False}
+                              "warnings": list(notes), "diff": {"before": {}, "after": {}}, "phase": phase,
+                              "policy": policy, "kept": False}
     if not reached:
         if opts.run_id and not client.dry_run:
             result["warnings"] += mark_stopped(client, opts, phase, kept=False)
@@ -571,9 +646,11 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
     opts.validate()
     kept = failure.keeps(policy, phase)
     recorder = events.EventRecorder(client)
-    nm: Optional[Dict[str, Any]] = None
+    failed_record = replace(progress if progress is not None and progress.run == opts.run_id
+                            else record.Record(run=opts.run_id, phase=phase, reached=tuple(reached)),
+                            failure=truncate(error, 1000), failed_phase=phase)
     try:
-        nm = maintenance.find(client, opts.node) if reached else None
+        nm = nm if nm is not None else maintenance.find(client, opts.node)
         try:
             refuse_if_live_run(client, nm, opts.run_id, opts.node)
         except run.OwnedByLiveRun as exc:
@@ -583,11 +660,18 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
         if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
             try:
                 nm, result["recorded"] = maintenance.update_status(
-                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000)})
+                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000),
+                                 record.STATUS_FIELD: failed_record.wire()})
                 if result["recorded"]:  # the same failure told again is not news
                     recorder.record(nm, events.FAILED_MAINTENANCE,
                                     f"Failed a node maintenance: {truncate(error, 900)}")
             except NmoError as exc:  # the rollback below must run even if the API refuses this
+                result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
+                                          f"{nm['metadata']['name']}: {exc}")
+        elif opts.mode == operator.OPERATOR and "maintenance" in reached and nm is not None:
+            try:  # NMO owns the status: the record (failure and phase) is the annotation
+                nm = record_store.write(client, nm, failed_record)
+            except NmoError as exc:
                 result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
                                           f"{nm['metadata']['name']}: {exc}")
         undo = not kept or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
@@ -628,7 +712,8 @@ def failed(client: Client, opts: Options, error: str, reached: List[str], roll_b
             report = None
     result["message"] = failure.message(opts.node, error, {
         **result, "reached": reached, "dry_run": client.dry_run, "maintenance": (nm or {}).get("metadata", {}).get("name"),
-        "warnings": [w for w in result["warnings"] if w.startswith("the failure could not be recorded")],
+        "warnings": [w for w in result["warnings"]
+                     if w.startswith("the failure could not be recorded") or w in notes],
         "state": failure.node_state(report, client.server_now()) if report else
         failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})
     return result

@@ -1,0 +1,1 @@
+nmo_maintenance.py

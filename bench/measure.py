@@ -258,6 +258,10 @@ def run_measured(argv: List[str], env: Dict[str, str], timeout: float, cwd: Opti
     run = Run(argv, proc.returncode, wall, started, stdout, stderr, round(sampled, 1),
               round(sampler.peak_total / 2**20, 1), timed_out)
     run.extra["ru_maxrss_mib"] = round(waited, 1)
+    # CPU seconds of the tool and the processes it waited for (Ansible's forked workers):
+    # steadier than the wall time on a shared machine, where the wall time mostly measures
+    # the others' load
+    run.extra["cpu_s"] = round(usage.ru_utime + usage.ru_stime, 2) if usage else None
     # the largest processes, named (ansible-playbook, its forked workers running our modules, kubectl)
     run.extra["largest_processes_mib"] = [f"{name} {rss / 2**20:.1f}" for name, rss in sorted(
         sampler.peak.values(), key=lambda nr: -nr[1])[:3]]

@@ -22,6 +22,11 @@ TAINTS_BEFORE = "nmo.maintenance/taints-before"
 # cordoned out of the rollout (docs/design.md, the rollout scheduler): the label selects them
 # (status.yml, recover.yml), the annotation of the same key says what blocked the drain.
 QUARANTINED = "nmo.maintenance/quarantined"
+# The drain's settle snapshot (model/settle.py, docs/design.md §4.9.1), on the node until it
+# settled: here with the other marks, so that the begin, the end and recover.yml, which only
+# remove it, do not import the settle's model (and, through it, the pod filters and budgets)
+# in every module task that runs them.
+SETTLE_SNAPSHOT = "nmo.maintenance/settle"
 CONTROL_PLANE_LABELS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 

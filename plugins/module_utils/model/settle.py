@@ -18,8 +18,9 @@ import json
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .budgets import selects
+from .marks import SETTLE_SNAPSHOT
 
-ANNOTATION = "nmo.maintenance/settle"  # the snapshot, on the Node until settled
+ANNOTATION = SETTLE_SNAPSHOT  # the snapshot, on the Node until settled (model/marks.py)
 ENDED = "nmo.maintenance/settle-ended"  # the end's mark: the node is back in service, settle is due
 KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "VirtualMachine")
 HASH_LABEL = "pod-template-hash"

@@ -25,6 +25,7 @@ from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
     MAINTAINED_BY,
+    SETTLE_SNAPSHOT,
     begin_wanted,
     cordon_wanted,
     end_wanted,
@@ -37,7 +38,6 @@ from ..model.marks import (
 )
 from ..model.node_conditions import ours as ours_conditions
 from ..model.node_state import Wanted
-from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
 from ..model.taints import MAINTENANCE_TAINTS
 from ..stores import crd, events, maintenance, node_conditions, nodes
 from ..stores import leases as lease_store

@@ -21,8 +21,7 @@ from typing import Any, Dict, List, Optional
 from ..api.client import Client
 from ..errors import NmoError
 from ..model import leases, recovery
-from ..model.marks import EXCLUDE_FROM_REMEDIATION, QUARANTINED
-from ..model.settle import ANNOTATION as SETTLE_SNAPSHOT
+from ..model.marks import EXCLUDE_FROM_REMEDIATION, QUARANTINED, SETTLE_SNAPSHOT
 from . import disruption, info, lifecycle, waiting
 
 Report = Dict[str, Any]

@@ -317,6 +317,7 @@ def test_a_blocked_node_the_rollout_went_past_is_named_with_why(action, outcome)
     assert cases["node-c"].find("skipped").get("message") == said and cases["node-c"].find("failure") is None
     assert said in report_render.to_html(report)
 
+
 def test_the_failure_the_playbook_repeats_at_its_end_is_the_nodes_not_its_time():
     """playbooks/maintenance.yml ends a failed node's host and fails it in its last play, with
     its last line, when the other nodes have had their turn: the node failed, its phases end

@@ -16,6 +16,7 @@ def test_build_install_and_document(tmp_path):
     listing = subprocess.run(["tar", "tzf", str(archive)], capture_output=True, text=True, check=True).stdout
     assert "plugins/modules/nmo_drain.py" in listing
     assert ".cluster/" not in listing and ".venv/" not in listing and ".cache/" not in listing
+    assert ".cluster-" not in listing and ".alertmanager/" not in listing  # the other clusters (hack/test)
 
     target = tmp_path / "collections"
     # A HOME of its own: a copy installed in ~/.ansible/collections must not stand in for this one.

@@ -60,6 +60,10 @@ def test_workers_one_at_a_time_without_breaking_a_pdb(cluster, world, user, tmp_
     world.statefulset("db", 3)
     world.pdb("db", "db", min_available=2)
     inventory = write_inventory(world, tmp_path)
+    # the control-plane nodes take pods too: every workload pod on a worker now must be evicted
+    # (replacements mostly land on the emptied, uncordoned workers, so few are evicted twice)
+    on_workers = [p["metadata"]["name"] for p in world.pods(namespace=world.namespace, selector="app in (web,db)")
+                  if p["spec"].get("nodeName") in world.workers]
 
     with NodeRecorder(cluster.client, world) as nodes, AvailabilityRecorder(cluster.client, world.namespace) as pods:
         result = run("maintenance.yml", inventory, user.kubeconfig, args=["-l", "workers"])
@@ -75,7 +79,10 @@ def test_workers_one_at_a_time_without_breaking_a_pdb(cluster, world, user, tmp_
         assert [r for r in STORY if r not in story] == [], f"{node}: events {story}"
         assert "UncordonNode" in reasons_of(cluster.client, node)
     drained = result.task("Drain | Evict the pods (PodDisruptionBudgets respected)")
-    assert sum(len(r["result"]["evicted"]) for r in drained) >= 8, "the drains evicted the workloads' pods"
+    # evicted, or gone before an eviction was accepted (a retried request whose first one went through)
+    left = {e["name"] for r in drained for how in ("evicted", "gone") for e in r["result"][how]}
+    assert any(r["result"]["evicted"] for r in drained) and on_workers and set(on_workers) <= left, \
+        f"the drains evicted the workloads' pods: {on_workers} {[r['result'] for r in drained]}"
     # the scheduler may have left a worker with only its DaemonSet pod: no drain there to record
     evicting = next(r for r in drained if r["result"]["evicted"])
     assert "Drain" in reasons_of(cluster.client, nm_name(evicting["host"]))

@@ -425,6 +425,7 @@ from dataclasses import replace
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
+from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import blocked as blocked_rule
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, plan
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
@@ -455,6 +456,13 @@ def core(client, params):
                              run_id=params["run_id"] or "", mode=params["mode"] or operator.STANDALONE,
                              held_leases=params["held_leases"], refuse_not_ready=params["refuse_not_ready"],
                              node_conditions=params["node_conditions"])
+    if params["state"] == "failed" and params["reached"] is None:
+        try:
+            opts.validate()
+        except InputError:
+            # the begin refused these same options (a name too long, say) before its first
+            # write: there is nothing of this run on the node, and no record to read
+            params = {**params, "reached": []}
     nothing_written = params["state"] == "failed" and params["reached"] == []
     if params["mode"] is None and opts.run_id and not nothing_written:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode

@@ -55,44 +55,43 @@ class ProgressPrinter(threading.Thread):
         while not self.stopped.wait(self.interval):
             display.display(self.line())
 
+    # what the line says the node is doing, and what a failure to read it may never fail
+    doing = "draining"
+
     def line(self) -> str:
         elapsed = time.monotonic() - self.started_at
         if self.unreadable is None:
             try:
                 from ansible_collections.nmo.maintenance.plugins.module_utils.api import client
-                from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
 
                 if self.client is None:
                     self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)
-                name = self.params.get("maintenance")
-                nm = maintenance.get(self.client, name) if name else maintenance.find(self.client, self.node)
-                return maintenance.progress_line(self.node, nm, elapsed)
-            except Exception as exc:  # pylint: disable=broad-exception-caught  # progress must never fail the drain
+                return self.read(elapsed)
+            except Exception as exc:  # pylint: disable=broad-exception-caught  # progress must never fail the task
                 self.unreadable = str(exc) or type(exc).__name__
-                return (f"{self.node}: draining for {elapsed:.0f} s (its progress cannot be read from the "
+                return (f"{self.node}: {self.doing} for {elapsed:.0f} s (its progress cannot be read from the "
                         f"controller: {self.unreadable})")
-        return f"{self.node}: draining for {elapsed:.0f} s"
+        return f"{self.node}: {self.doing} for {elapsed:.0f} s"
+
+    def read(self, elapsed: float) -> str:
+        """The drain's line, from the node's NodeMaintenance."""
+        from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
+
+        name = self.params.get("maintenance")
+        nm = maintenance.get(self.client, name) if name else maintenance.find(self.client, self.node)
+        return maintenance.progress_line(self.node, nm, elapsed)
 
 
 class SettlePrinter(ProgressPrinter):
     """Prints the settle's progress line (which workloads, Ready of wanted, of before the
     drain) until stopped; never fails the task."""
 
-    def line(self) -> str:
-        elapsed = time.monotonic() - self.started_at
-        if self.unreadable is None:
-            try:
-                from ansible_collections.nmo.maintenance.plugins.module_utils.api import client
-                from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import settle
+    doing = "settling"
 
-                if self.client is None:
-                    self.client = client.connect(client.ConnectionOptions.from_params(self.params), 1)
-                return settle.progress(self.client, self.node, elapsed)
-            except Exception as exc:  # pylint: disable=broad-exception-caught  # progress must never fail the settle
-                self.unreadable = str(exc) or type(exc).__name__
-                return (f"{self.node}: settling for {elapsed:.0f} s (its progress cannot be read from the "
-                        f"controller: {self.unreadable})")
-        return f"{self.node}: settling for {elapsed:.0f} s"
+    def read(self, elapsed: float) -> str:
+        from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import settle
+
+        return settle.progress(self.client, self.node, elapsed)
 
 
 def settle_printer(task: Any) -> Any:

@@ -49,6 +49,14 @@ def test_the_outcome_names_the_policy_and_the_blocker():
     assert blocked.outcome(blocked.decide(blocked.QUARANTINE, failure.DRAIN, BLOCKER, 0, 1)).startswith("quarantined (")
 
 
+def test_the_outcome_is_read_back_as_what_was_done():
+    for policy in (blocked.SKIP, blocked.QUARANTINE):
+        said = blocked.outcome(blocked.decide(policy, failure.DRAIN, BLOCKER, 0, 1))
+        assert blocked.left_as(said) == blocked.OUTCOMES[policy]
+    for other in (None, "", "rolled back", "kept out of service", "skipped", "quarantined by hand"):
+        assert blocked.left_as(other) == ""
+
+
 @pytest.mark.parametrize("policy, bound, message", [
     ("cordon", 1, "node_maintenance_on_blocked must be one of stop, skip, quarantine, got 'cordon'"),
     ("skip", -1, "node_maintenance_max_blocked must be a whole number, 0 or more, got -1"),

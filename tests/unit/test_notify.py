@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 import threading
 import time
@@ -101,6 +102,20 @@ def test_the_tally_takes_each_nodes_last_event():
               {"event": "node_begun", "node": "c"}]
     assert notify.tally(events) == {"done": 1, "failed": 1, "in maintenance": 1}
     assert notify.tally([]) == {"done": 0}
+
+
+def test_the_tally_counts_skipped_and_quarantined_nodes_apart_from_failed_ones():
+    events = [{"event": "node_begun", "node": "a"}, {"event": "node_failed", "node": "a",
+                                                     "outcome": "skipped (blocked: pod web-0: budget web)"},
+              {"event": "node_begun", "node": "b"}, {"event": "node_failed", "node": "b",
+                                                     "outcome": "quarantined (blocked: drain timeout)"},
+              {"event": "node_begun", "node": "c"}, {"event": "node_failed", "node": "c", "outcome": "rolled back"},
+              {"event": "node_begun", "node": "d"}, {"event": "node_failed", "node": "d",
+                                                     "outcome": "quarantined by hand"},
+              {"event": "node_begun", "node": "e"}, {"event": "node_done", "node": "e"}]
+    assert notify.tally(events) == {"done": 1, "failed": 2, "skipped": 1, "quarantined": 1}
+    said = notify.message("run_finished", "r1", None, {"counts": notify.tally(events)})
+    assert said == "Maintenance run r1 finished: 1 done, 2 failed, 1 skipped, 1 quarantined"
 
 
 # -- matchers ---------------------------------------------------------------------------------------------
@@ -222,6 +237,21 @@ def test_the_module_call_checks_its_bounds_and_derives_the_time_taken():
     done = sender.call({"event": "node_done", "run_id": "r", "node": "a", "targets": [],
                         "details": {"since": "2026-12-02T02:58:00Z"}}, dry_run=True, now=NOW)
     assert done["message"] == "Node a: back in service after 2 min 0 s (run r)"
+
+
+def test_the_journal_keeps_a_failed_nodes_outcome_for_the_counts():
+    run_id = f"unit-journal-{os.getpid()}"
+    sender.read_journal(run_id, remove=True)
+    for node, outcome in (("a", "skipped (blocked: budget web)"), ("b", "rolled back")):
+        sender.call({"event": "node_failed", "run_id": run_id, "node": node, "targets": [],
+                     "details": {"error": "x", "outcome": outcome}}, now=NOW)
+    sender.call({"event": "node_done", "run_id": run_id, "node": "c", "targets": []}, now=NOW)
+    entries = sender.read_journal(run_id, remove=True)
+    assert entries == [{"event": "node_failed", "node": "a", "outcome": "skipped (blocked: budget web)"},
+                       {"event": "node_failed", "node": "b", "outcome": "rolled back"},
+                       {"event": "node_done", "node": "c"}]
+    assert notify.tally(entries) == {"done": 1, "failed": 1, "skipped": 1}
+    assert sender.read_journal(run_id) == []  # removed once read for run_finished
 
 
 # -- the heartbeat's parts --------------------------------------------------------------------------------

@@ -91,9 +91,19 @@ def preflight_goes(policy: str, bound: int, blocked: Sequence[str], drain_blocke
     return True, (f"left to node_maintenance_on_blocked {policy} (the drain would not finish): {', '.join(blocked)}")
 
 
+OUTCOMES = {SKIP: "skipped", QUARANTINE: "quarantined"}  # the first word of a blocked node's outcome
+
+
 def outcome(verdict: Verdict) -> str:
     """The node's result in the run's summary and report."""
-    return f"{'skipped' if verdict.action == SKIP else 'quarantined'} (blocked: {verdict.blocker})"
+    return f"{OUTCOMES[SKIP] if verdict.action == SKIP else OUTCOMES[QUARANTINE]} (blocked: {verdict.blocker})"
+
+
+def left_as(text: Optional[str]) -> str:
+    """What an outcome (outcome()'s sentence) says was done to a blocked node: "skipped",
+    "quarantined", or "" for any other outcome (a failure)."""
+    word = (text or "").split(" ", 1)[0]
+    return word if word in OUTCOMES.values() and (text or "").startswith(f"{word} (blocked") else ""
 
 
 def parse(text: Optional[str]) -> List[str]:

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..errors import InputError
+from . import blocked
 from .times import format_seconds
 
 KINDS = ("slack", "teams", "webhook")
@@ -167,12 +168,17 @@ def request_for(target: Dict[str, Any], event: str, run_id: str, node: Optional[
 
 def tally(events: List[Dict[str, Any]]) -> Dict[str, int]:
     """The run's counts from its node events, the last event of each node deciding:
-    ``done`` (back in service), ``failed``, ``in maintenance`` (begun, not ended)."""
-    last: Dict[str, str] = {}
+    ``done`` (back in service), ``failed``, ``skipped`` and ``quarantined`` (a node_failed whose
+    outcome says node_maintenance_on_blocked left it so, docs/design.md §18.4), ``in maintenance``
+    (begun, not ended)."""
+    last: Dict[str, Dict[str, Any]] = {}
     for entry in events:
         if entry.get("node") and entry.get("event") in ("node_begun", "node_done", "node_failed"):
-            last[str(entry["node"])] = str(entry["event"])
-    counts = {"done": 0, "failed": 0, "in maintenance": 0}
-    for event in last.values():
-        counts[{"node_done": "done", "node_failed": "failed"}.get(event, "in maintenance")] += 1
+            last[str(entry["node"])] = entry
+    counts = {"done": 0, "failed": 0, "skipped": 0, "quarantined": 0, "in maintenance": 0}
+    for entry in last.values():
+        if entry["event"] == "node_failed":
+            counts[blocked.left_as(entry.get("outcome")) or "failed"] += 1
+        else:
+            counts["done" if entry["event"] == "node_done" else "in maintenance"] += 1
     return {k: v for k, v in counts.items() if v or k == "done"}

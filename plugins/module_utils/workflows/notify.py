@@ -35,7 +35,7 @@ def call(params: Dict[str, Any], dry_run: bool = False, now: Optional[datetime] 
     if since is not None and details.get("took_seconds") is None:
         details["took_seconds"] = round((moment - since).total_seconds())
     if params.get("node") and params["event"].startswith("node_") and not dry_run:
-        note(params["run_id"], params["event"], params["node"])
+        note(params["run_id"], params["event"], params["node"], details.get("outcome"))
     return send(list(params.get("targets") or []), params["event"], params["run_id"], params.get("node"), details,
                 webhook.Policy(timeout=timeout, attempts=attempts), moment, dry_run)
 
@@ -46,12 +46,15 @@ def journal_path(run_id: str) -> str:
     return os.path.join(tempfile.gettempdir(), f"nmo-maintenance-{os.getuid()}", f"{run_id}.jsonl")
 
 
-def note(run_id: str, event: str, node: str) -> None:
+def note(run_id: str, event: str, node: str, outcome: Optional[str] = None) -> None:
+    """One node event in the journal; a failed node's outcome with it (skipped and quarantined
+    nodes are counted apart from failed ones)."""
     path = journal_path(run_id)
+    entry = {"event": event, "node": node, **({"outcome": str(outcome)} if outcome else {})}
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with open(path, "a", encoding="utf-8") as journal:
-            journal.write(json.dumps({"event": event, "node": node}) + "\n")
+            journal.write(json.dumps(entry) + "\n")
     except OSError:
         pass  # the counts of run_finished will miss it; the maintenance goes on
 

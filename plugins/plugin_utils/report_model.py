@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
 SCHEMA = "https://nmo.maintenance/report.schema.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # docs/report.md, "Versions": what each number changed
 
 # Task group prefix -> phase name; None: the task is not part of a maintenance phase.
 GROUPS: Dict[str, Optional[str]] = {

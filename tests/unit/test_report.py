@@ -220,6 +220,17 @@ def test_the_schema_checker_refuses_what_it_should():
     assert any("yesterday" in e for e in found)
 
 
+def test_the_version_is_2_since_the_blocked_and_not_started_outcomes():
+    """Version 2 (docs/report.md, Versions): the outcomes skipped (blocked), quarantined and not
+    started, and how: left terminating, are values a version-1 reader does not know."""
+    report = a_run().build(T0 + 20)
+    assert report["version"] == 2 and SCHEMA["properties"]["version"]["enum"] == [2]
+    assert {"skipped (blocked)", "quarantined", "not started"} <= set(
+        SCHEMA["$defs"]["node"]["properties"]["outcome"]["enum"])
+    report["version"] = 1
+    assert any("version" in e and "not one of" in e for e in validate(report, SCHEMA))
+
+
 class PodServer:
     """A namespace's pods and ReplicaSets served as the API server lists them (``labelSelector``
     of ``k=v`` terms, ``fieldSelector`` on the name, ``limit``/``continue``); every query kept."""

@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from helpers import run_module
+from helpers import run_module, run_playbook
 from medik8s import NM_PATH, NMO_FINALIZER, NMO_HOLDER
 from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import QUARANTINED
 
 from .maintenance_support import (
+    DRAIN_TAINT,
     LABEL,
     LEASES,
     AvailabilityRecorder,
@@ -35,7 +37,18 @@ from .maintenance_support import (
     run,
     slot_prefix,
     wait_clean,
+    wait_run_gone,
     write_inventory,
+)
+from .test_on_blocked import (
+    DRAIN_TIMEOUT,
+    PLAYBOOKS,
+    block,
+    errors,
+    finished,
+    maintain,
+    quarantine_of,
+    report_nodes,
 )
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -290,7 +303,7 @@ def test_nmos_crd_installed_first_takes_our_objects(medik8s, cluster, world, use
 def test_operator_mode_resumes_after_a_killed_run(medik8s, cluster, world, user, tmp_path):
     """Killed while NMO drains (a PDB holds it): the heartbeat ends the run, NMO keeps the
     node in maintenance, and the rerun adopts the NodeMaintenance and finishes with NMO."""
-    from .maintenance_support import run_of, wait_run_gone
+    from .maintenance_support import run_of
 
     (w1,) = world.add_nodes(workers=1)
     world.vm("vm-db", node=w1)
@@ -314,3 +327,42 @@ def test_operator_mode_resumes_after_a_killed_run(medik8s, cluster, world, user,
     wait_clean(cluster.client, [w1])
     assert maintenance_of(cluster.client, w1) is None
     assert leases_naming(cluster.client, [w1], slot_prefix(world)) == []
+
+
+def test_operator_mode_quarantines_a_node_nmo_cannot_drain_and_the_other_finishes(medik8s, cluster, world, user,
+                                                                                 tmp_path):
+    """Operator mode, node_maintenance_on_blocked quarantine (docs/design.md §18.4): NMO cannot
+    evict the pod behind a PodDisruptionBudget that never allows it; when the drain's timeout
+    ends our wait, NMO's pendingPods are the blocker. The NodeMaintenance is deleted (NMO
+    uncordons as it lets go), the node is cordoned and tainted again as ours with the
+    quarantine's marks, the other node finishes through NMO, rc 0; recover.yml lifts it."""
+    blocked, free = world.add_nodes(workers=2)
+    block(world, blocked, "db")
+    inventory = write_inventory(world, tmp_path)
+    run_id = f"o{world.id}"
+    proc = maintain(inventory, user, tmp_path, run_id, 1, "quarantine", 1, "warn")
+    code = finished(proc, 600)
+    output = proc.output
+    assert code == 0, errors(output) or output[-4000:]
+    assert "mode operator" in output, "auto did not find NMO"
+    assert (f"node {blocked} could not be drained (the Node Maintenance Operator's drain did not finish in "
+            f"{DRAIN_TIMEOUT} s; pending: db-") in output, errors(output) or output[-4000:]
+    wait_run_gone(cluster.client, run_id)
+
+    node = cluster.client.get(f"/api/v1/nodes/{blocked}")
+    assert node["metadata"]["labels"].get(QUARANTINED) == "true", node["metadata"]
+    assert "did not finish" in quarantine_of(cluster, blocked)[QUARANTINED], node["metadata"]
+    assert node["spec"].get("unschedulable") is True, "NMO's uncordon was not followed by ours"
+    assert DRAIN_TAINT in [t["key"] for t in node["spec"].get("taints") or []], node["spec"]
+    assert maintenance_of(cluster.client, blocked) is None, "the NodeMaintenance was left to NMO"
+    wait_clean(cluster.client, [free])
+    assert maintenance_of(cluster.client, free) is None
+    assert leases_naming(cluster.client, world.workers, slot_prefix(world)) == [], "a slot or NMO's lease was kept"
+    nodes = report_nodes(tmp_path, run_id)
+    assert nodes[blocked]["outcome"] == "quarantined" and nodes[free]["outcome"] == "succeeded", nodes
+
+    lifted = run_playbook(None, cluster.kubeconfig, args=["-e", f"nmo_nodes={blocked}"],
+                          playbook_path=str(PLAYBOOKS / "recover.yml"))
+    assert lifted.rc == 0, lifted.stdout[-3000:]
+    wait_clean(cluster.client, [blocked])
+    assert quarantine_of(cluster, blocked) == {}

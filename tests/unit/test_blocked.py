@@ -49,6 +49,25 @@ def test_the_outcome_names_the_policy_and_the_blocker():
     assert blocked.outcome(blocked.decide(blocked.QUARANTINE, failure.DRAIN, BLOCKER, 0, 1)).startswith("quarantined (")
 
 
+@pytest.mark.parametrize("status, said", [
+    ({"phase": "Running", "pendingPods": ["web-0"], "lastError": "Cannot evict pod as it would violate the pod's "
+                                                                 "disruption budget."},
+     "the Node Maintenance Operator's drain did not finish in 5 s; pending: web-0; last error: Cannot evict pod as "
+     "it would violate the pod's disruption budget."),
+    ({"phase": "Running", "pendingPods": ["a"]}, "the Node Maintenance Operator's drain did not finish in 5 s; pending: a"),
+    ({"phase": "Running", "pendingPods": [f"p{i}" for i in range(12)]},
+     "the Node Maintenance Operator's drain did not finish in 5 s; pending: p0, p1, p2, p3, p4, p5, p6, p7, p8, p9 "
+     "(2 more)"),
+    ({"phase": "Running", "pendingPods": [], "lastError": "failed to obtain a lease"}, ""),  # waiting for its lease
+    ({"phase": "Running"}, ""),
+    ({}, ""),
+    ({"phase": "Failed", "pendingPods": ["web-0"]}, ""),  # NMO failed it: the failure path, not a block
+    ({"phase": "Succeeded", "pendingPods": ["web-0"]}, ""),
+])
+def test_the_operator_modes_blocker_is_the_pods_nmo_could_not_evict(status, said):
+    assert blocked.operator_blocker(status, 5) == said
+
+
 def test_the_outcome_is_read_back_as_what_was_done():
     for policy in (blocked.SKIP, blocked.QUARANTINE):
         said = blocked.outcome(blocked.decide(policy, failure.DRAIN, BLOCKER, 0, 1))

@@ -107,3 +107,22 @@ def test_a_node_without_its_kubelet_is_named_with_its_state_and_refused_in_one_w
     assert marks.not_ready({"status": {}}).startswith("not Ready (it has no Ready condition")
     said = marks.not_ready_refusal("w1", marks.not_ready(node("Unknown")))
     assert said.startswith("node w1 is unreachable") and "skip_wait_for_delete_timeout" in said
+
+
+def test_an_operator_mode_quarantine_is_the_node_a_standalone_quarantine_leaves_and_the_lift_undoes_it():
+    """NMO let the node go (uncordoned, untainted, unlabelled): cordoned, tainted and labelled
+    again as ours, with our record, so the end that lifts it leaves nothing behind."""
+    let_go = {"metadata": {"name": "w1", "labels": {"role": "worker"}}, "spec": {"taints": [{"key": "x", "effect": "NoExecute"}]}}
+    wanted = marks.quarantine_wanted(let_go, KEY, "r1", "pod ns/web-0 pending")
+    quarantined = plan(let_go, wanted).after
+    assert quarantined["unschedulable"] is True
+    assert [t["key"] for t in quarantined["taints"]] == ["node.kubernetes.io/unschedulable", "medik8s.io/drain", "x"]
+    assert quarantined["labels"] == {"role": "worker", KEY: "true", marks.QUARANTINED: "true"}
+    assert quarantined["annotations"] == {marks.MAINTAINED_BY: "r1", marks.LABEL_ADDED: "true",
+                                          marks.QUARANTINED: "pod ns/web-0 pending"}
+    node = {"metadata": {"name": "w1", "labels": quarantined["labels"], "annotations": quarantined["annotations"]},
+            "spec": {"unschedulable": True, "taints": quarantined["taints"]}}
+    lifted = {marks.QUARANTINED: None}
+    back = plan(node, marks.end_wanted(node, KEY, dict(lifted), dict(lifted))).after
+    assert back["unschedulable"] is False and back["taints"] == [{"key": "x", "effect": "NoExecute"}]
+    assert back["labels"] == {"role": "worker"} and not back["annotations"]

@@ -21,7 +21,7 @@ cluster holds it, so every batch and every process of the run sees the same.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import InputError
 from . import failure
@@ -69,6 +69,23 @@ def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: in
     done = "returned to service as it was found" if policy == SKIP else "quarantined (kept cordoned)"
     return Verdict(policy, True, f"{done}, the rollout goes on ({blocked_before + 1} of at most {bound} "
                                  f"blocked nodes, node_maintenance_on_blocked {policy})", blocker)
+
+
+def operator_blocker(status: Dict[str, Any], timeout: float) -> str:
+    """Operator mode: what blocked the Node Maintenance Operator's drain, from its NodeMaintenance
+    status when our wait for it ran out (``timeout`` seconds); "" when that is no block.
+
+    NMO drains with kubectl's library and, on an eviction refused (a PodDisruptionBudget), keeps
+    the phase Running, writes the refusal to ``lastError`` and the pods still there to
+    ``pendingPods``, and tries again: it never fails the maintenance for it. Pods still pending
+    when the wait ends are the block, as the standalone drain's timeout with pods pending is.
+    No pending pod (NMO waiting for its node lease, say) is no block."""
+    pending = [str(p) for p in status.get("pendingPods") or []]
+    if status.get("phase") in ("Succeeded", "Failed") or not pending:
+        return ""
+    shown = ", ".join(pending[:10]) + (f" ({len(pending) - 10} more)" if len(pending) > 10 else "")
+    said = f"the Node Maintenance Operator's drain did not finish in {timeout:g} s; pending: {shown}"
+    return f"{said}; last error: {status['lastError']}" if status.get("lastError") else said
 
 
 def ordinal(n: int) -> str:

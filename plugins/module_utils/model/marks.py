@@ -113,6 +113,18 @@ def begin_wanted(node: Dict[str, Any], label_key: str, run_id: str = "") -> Want
     return Wanted(add=list(MAINTENANCE_TAINTS), unschedulable=True, labels=labels, annotations=notes)
 
 
+def quarantine_wanted(node: Dict[str, Any], label_key: str, run_id: str, blocker: str) -> Wanted:
+    """Operator mode: the quarantined node once the Node Maintenance Operator has let it go (it
+    uncordons, untaints and unlabels when its NodeMaintenance is deleted): cordoned, tainted and
+    labelled as the standalone begin leaves a node, with our record of it (so the end, as
+    recover.yml lifts the quarantine, undoes exactly that) and the quarantine's label and
+    annotation naming ``blocker``: the same node a standalone quarantine leaves."""
+    wanted = begin_wanted(node, label_key, run_id)
+    wanted.labels[QUARANTINED] = "true"
+    wanted.annotations[QUARANTINED] = blocker
+    return wanted
+
+
 def end_wanted(node: Dict[str, Any], label_key: str,
                annotations: Optional[Dict[str, Optional[str]]] = None,
                labels: Optional[Dict[str, Optional[str]]] = None) -> Wanted:

@@ -26,11 +26,11 @@ from ..errors import Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model import blocked as rule
 from ..model import failure
 from ..model.failure import recover_command
-from ..model.marks import QUARANTINED
-from ..stores import events, maintenance
+from ..model.marks import QUARANTINED, quarantine_wanted
+from ..stores import events, maintenance, nodes
 from ..stores import leases as lease_store
 from ..stores import record as record_store
-from . import disruption, lifecycle, run
+from . import disruption, lifecycle, operator, run
 
 ATTEMPTS = 10  # the run lease is renewed every few seconds: a guarded write is tried again on a conflict
 MAX_BLOCKER = 500  # characters of the blocker kept in the annotation
@@ -45,9 +45,9 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: Optiona
     rule.validate(on_blocked, max_blocked)
     phase = given_phase or recorded_phase(client, opts)
     verdict = rule.decide(on_blocked, phase, blocker, 0, max_blocked)
-    if verdict.action != rule.FAIL and (client.dry_run or not opts.run_id or opts.mode != "standalone"):
+    if verdict.action != rule.FAIL and (client.dry_run or not opts.run_id):
         verdict = rule.Verdict(rule.FAIL, True, "its drain is blocked; a node is not skipped or quarantined in a "
-                                                "dry run, without a run, or in operator mode", blocker)
+                                                "dry run or without a run", blocker)
     warning = ""
     if verdict.action != rule.FAIL:
         try:
@@ -124,6 +124,8 @@ def skip(client: Client, opts: lifecycle.Options, reached: List[str]) -> Dict[st
 def quarantine(client: Client, opts: lifecycle.Options, blocker: str) -> Dict[str, Any]:
     """Cordoned and tainted as the begin left it, with the quarantine's label and annotation;
     its leases and the NodeMaintenance released, so its places go to the next nodes."""
+    if opts.mode == operator.OPERATOR:
+        return quarantine_with_operator(client, opts, blocker)
     recorder = events.EventRecorder(client)
     nm, name = _found(client, opts)
     lifecycle.refuse_if_live_run(client, nm, opts.run_id, opts.node)
@@ -142,6 +144,40 @@ def quarantine(client: Client, opts: lifecycle.Options, blocker: str) -> Dict[st
             "warnings": released.get("warnings", []) + recorder.warnings,
             "diff": {"before": {"labels": {}, **released["diff"]["before"]},
                      "after": {"labels": {QUARANTINED: "true"}, **released["diff"]["after"]}}}
+
+
+def quarantine_with_operator(client: Client, opts: lifecycle.Options, blocker: str) -> Dict[str, Any]:
+    """Operator mode: NMO uncordons, untaints and unlabels the node when its NodeMaintenance is
+    deleted (before it drops its finalizer), so the cordon cannot be kept through the delete.
+    The quarantine's label and annotation first (NMO leaves them), then the NodeMaintenance
+    deleted and waited out, then the node cordoned and tainted again as ours, with our record
+    (marks.quarantine_wanted: as a standalone quarantine leaves it, so recover.yml lifts it
+    alike), then the slot released. Between NMO's uncordon and ours, a pod may be scheduled
+    onto the node: NMO gives no way to keep its cordon past its NodeMaintenance."""
+    recorder = events.EventRecorder(client)
+    nm, name = _found(client, opts)
+    lifecycle.refuse_if_live_run(client, nm, opts.run_id, opts.node)
+    said = lifecycle.truncate(blocker, MAX_BLOCKER)
+    try:
+        client.patch(paths.node(opts.node), {"metadata": {"labels": {QUARANTINED: "true"},
+                                                          "annotations": {QUARANTINED: said}}}, "merge")
+    except NotFound:
+        pass  # deleted meanwhile: nothing to keep out of service; its NodeMaintenance and slot still go
+    deleted = lifecycle.remove_maintenance(client, recorder, nm)  # NMO has let the node go once it is gone
+    node = client.get_or_none(paths.node(opts.node))
+    before, after = {}, {}
+    if node is not None:
+        done = nodes.apply(client, opts.node, lambda n: quarantine_wanted(n, opts.label_key, opts.run_id, said),
+                           node=node)
+        before, after = done.before, done.after
+    released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=None, run_id=opts.run_id,
+                                                  operator=True), nm=None)
+    return {"node": opts.node, "run": opts.run_id, "changed": True, "mode": operator.OPERATOR,
+            "maintenance": maintenance.summary(nm), "deleted": deleted, "released": released["released"],
+            "not_released": released["not_released"], "quarantined": {"label": QUARANTINED, "blocker": said},
+            "events": recorder.recorded, "warnings": released.get("warnings", []) + recorder.warnings,
+            "diff": {"before": {"node": before, **released["diff"]["before"]},
+                     "after": {"node": after, **released["diff"]["after"]}}}
 
 
 def line(node: str, verdict: rule.Verdict, done: Dict[str, Any]) -> str:

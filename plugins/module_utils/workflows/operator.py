@@ -22,6 +22,7 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import ApiError, NmoError, NotFound, RefusedError, WaitTimeout
+from ..model import blocked
 from ..stores import maintenance
 from . import run
 
@@ -81,7 +82,9 @@ def resolve(mode: str, found: Dict[str, Any]) -> str:
 
 def follow(client: Client, name: str, node: str, timeout: float, guard: run.Guard,
            clock: Any = time.monotonic) -> Dict[str, Any]:
-    """Watch the NodeMaintenance until NMO says Succeeded; OperatorFailed on Failed."""
+    """Watch the NodeMaintenance until NMO says Succeeded; OperatorFailed on Failed. Out of
+    time, WaitTimeout with ``blocker`` when NMO's status says pods are still pending (a block,
+    docs/design.md §18.4), "" otherwise."""
     query = {"fieldSelector": f"metadata.name={name}"}
     listing = list_objects(client, maintenance.API, query)
     if not listing.get("items"):
@@ -110,8 +113,9 @@ def follow(client: Client, name: str, node: str, timeout: float, guard: run.Guar
 
         try:
             nm = wait_until(watcher, check, timeout, describe, tick=lambda: None, tick_every=1.0, clock=clock)
-        except WaitTimeout as exc:
-            raise WaitTimeout(exc.message, status=maintenance.summary(seen["nm"])) from None
+        except WaitTimeout as exc:  # pods NMO cannot evict are a block (model/blocked.py, §18.4)
+            raise WaitTimeout(exc.message, status=maintenance.summary(seen["nm"]),
+                              blocker=blocked.operator_blocker(seen["nm"].get("status") or {}, timeout)) from None
     return maintenance.summary(nm) or {}
 
 

@@ -329,8 +329,7 @@ def test_operator_mode_resumes_after_a_killed_run(medik8s, cluster, world, user,
     assert leases_naming(cluster.client, [w1], slot_prefix(world)) == []
 
 
-def test_operator_mode_quarantines_a_node_nmo_cannot_drain_and_the_other_finishes(medik8s, cluster, world, user,
-                                                                                 tmp_path):
+def test_operator_mode_quarantines_a_node_nmo_cannot_drain(medik8s, cluster, world, user, tmp_path):
     """Operator mode, node_maintenance_on_blocked quarantine (docs/design.md §18.4): NMO cannot
     evict the pod behind a PodDisruptionBudget that never allows it; when the drain's timeout
     ends our wait, NMO's pendingPods are the blocker. The NodeMaintenance is deleted (NMO

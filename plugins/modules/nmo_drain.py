@@ -265,6 +265,8 @@ blocker:
     - On failure, what kept the drain from finishing before the work, when that is a block (docs/design.md
       §18.4) - the pods refused by options that are off, or the timeout with the pods still pending (a
       PodDisruptionBudget that never allows the eviction, pods that never leave). Empty for other failures.
+    - In operator mode, the pods the Node Maintenance Operator still lists in the NodeMaintenance's
+      C(pendingPods) when the timeout ends the wait, with its C(lastError); empty when none is pending.
   returned: failure
   type: str
 refused:

@@ -17,7 +17,7 @@ import pytest
 from helpers import run_module
 from topology import wait_for
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, renewal
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases, renewal, times
 
 from .maintenance_support import (
     LEASES,
@@ -153,12 +153,21 @@ def lease_spec(cluster: Any, name: str) -> Dict[str, Any]:
     return (found or {}).get("spec") or {}
 
 
+def renewed_for(renewals: List[str]) -> float:
+    """Seconds from the first renewTime seen to the last."""
+    if len(renewals) < 2:
+        return 0.0
+    first, last = (times.parse_time(renewals[0]), times.parse_time(renewals[-1]))
+    return (last - first).total_seconds() if first and last else 0.0
+
+
 def test_the_heartbeat_keeps_a_minimum_lease_through_a_long_hook_against_a_second_run(
         cluster, world, user, tmp_path):
     """Node lease and slot of the shortest duration accepted (30 s); the work hook lasts until
-    the slot was renewed 8 times (about 80 s, more than two durations). A second run (concurrency
-    1, the same slot prefix) tries to take the slot for another node all along: it never gets it
-    while the first lives, and the slot is never seen lapsed; then it takes its turn."""
+    the slot's last renewal is a whole duration after the first one seen (about 30 s, 4 renewals
+    one beat apart: a slot not renewed would have lapsed). A second run (concurrency 1, the same slot
+    prefix) tries to take the slot for another node all along: it never gets it while the first
+    lives, and the slot is never seen lapsed; then it takes its turn."""
     world.add_nodes(workers=2)
     w1, w2 = world.workers
     hook = tmp_path / "gated.yml"
@@ -192,7 +201,9 @@ def test_the_heartbeat_keeps_a_minimum_lease_through_a_long_hook_against_a_secon
             sampler.start()
             second = Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", w2],
                          extra_vars={"node_maintenance_lease_timeout": 600})
-            wait_for(lambda: len(renewals) >= 8, 150, "the heartbeat to renew the slot 8 times")
+            wait_for(lambda: renewed_for(renewals) >= renewal.MIN_LEASE_SECONDS, 120,
+                     "the heartbeat to renew the slot for a whole duration")
+            assert len(renewals) >= 4, renewals  # one beat apart, not one late renewal
             assert second.proc.poll() is None, second.output[-3000:]
             assert set(held_by) == {w1}, f"the slot changed hands while the first run lived: {set(held_by)}"
             assert lapsed == [], f"the slot lapsed under the live run: {lapsed[:3]}"

@@ -1,6 +1,8 @@
 """nmo_maintenance: the begin and the end of a node's maintenance, each one module call."""
 
 import functools
+import http.server
+import threading
 from typing import Any, Dict
 
 import pytest
@@ -196,14 +198,39 @@ def test_bad_input_reads_the_same_on_both_paths(cluster, module_args):
     assert here["msg"] == shipped["msg"], (here["msg"], shipped["msg"])
 
 
+class Unauthorized(http.server.BaseHTTPRequestHandler):
+    """An API server that refuses every token at once (a 401 is no transient failure: no retry)."""
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        body = b'{"kind": "Status", "status": "Failure", "reason": "Unauthorized", "code": 401}'
+        self.send_response(401)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
 def test_a_secret_option_is_masked_on_both_paths(cluster):
+    # an answer, not a refused connection: a refused one is retried for the client's whole retry
+    # budget (60 s) on each path
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Unauthorized)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     secret = "s3cret-bearer-token-nmo"
-    module_args = {"node": "x", "host": "https://127.0.0.1:1", "api_key": secret, "validate_certs": False}
-    for env in (None, SHIPPED):
-        result = run_module("nmo_info", module_args, cluster.kubeconfig, env=env)
-        assert result.get("failed"), result
-        assert secret not in str({k: v for k, v in result.items() if k != "_stdout"}) and secret not in result["_stdout"]
-        assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", env
+    module_args = {"node": "x", "host": f"http://127.0.0.1:{server.server_address[1]}", "api_key": secret,
+                   "validate_certs": False}
+    try:
+        for env in (None, SHIPPED):
+            result = run_module("nmo_info", module_args, cluster.kubeconfig, env=env)
+            assert result.get("failed") and "401" in str(result.get("msg")), result
+            assert secret not in str({k: v for k, v in result.items() if k != "_stdout"})
+            assert secret not in result["_stdout"]
+            assert result["invocation"]["module_args"]["api_key"] == "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER", env
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def live_run(cluster: Any, run_id: str, mode: str = "") -> None:

@@ -10,7 +10,6 @@ cluster and the API server's audit log.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -22,6 +21,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import
 from .maintenance_support import (
     DRAIN_TAINT,
     LABEL,
+    PLAYBOOKS,
     AuditLog,
     Run,
     leases_naming,
@@ -33,10 +33,10 @@ from .maintenance_support import (
     wait_run_gone,
     write_inventory,
 )
+from .rollout_support import at, finished
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
-PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 DRAIN_TIMEOUT = 5
 
 
@@ -57,22 +57,9 @@ def maintain(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency
         "node_maintenance_report_dir": str(tmp_path / run_id)})
 
 
-def finished(proc: Run, timeout: float) -> int:
-    try:
-        return proc.wait(timeout)
-    finally:
-        if proc.proc.poll() is None:
-            proc.kill()
-        proc.close()
-
-
 def errors(output: str) -> str:
     """The failures a run printed (its tail alone may be the recap)."""
     return "\n".join(line for line in output.splitlines() if "fatal:" in line or "[ERROR]" in line)[-6000:]
-
-
-def at(entry: Dict[str, Any]) -> datetime:
-    return datetime.fromisoformat(entry["requestReceivedTimestamp"].replace("Z", "+00:00"))
 
 
 def nm_entries(entries: List[Dict[str, Any]], user: Any) -> List[Dict[str, Any]]:

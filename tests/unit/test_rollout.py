@@ -73,11 +73,16 @@ def decide(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budget:
 TABLE = [(c, z) for c in (1, 2, 4) for z in (False, True)]
 
 
+# the settle fails after the end: the node is back in service, holding nothing, under any policy
+PHASES = (*failure.PHASES, "settle")
+
+
 @pytest.mark.parametrize("concurrency, zone_budget", TABLE)
-@pytest.mark.parametrize("phase", failure.PHASES)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("policy", failure.POLICIES)
 def test_after_a_failure_in_this_run_no_node_begins_and_those_past_their_begin_finish(concurrency, zone_budget,
-                                                                                      phase):
-    kept = failure.keeps(failure.AUTO, phase)
+                                                                                      phase, policy):
+    kept = phase != "settle" and failure.keeps(policy, phase)
     # w1 failed (kept or rolled back by the policy); w3 was past its begin when it did
     seen = [run_lease(ME, rollout.stopped_mark("w1", phase))]
     if kept:
@@ -126,6 +131,19 @@ def test_a_wait_for_a_place_held_by_a_failed_kept_node(concurrency, zone_budget,
         assert ("this run" if failed_in == ME else f"run {DEAD}, which is gone") in decided.say
     else:
         assert decided.say.startswith("w2 waits for a place held by w1")
+
+
+@pytest.mark.parametrize("concurrency, zone_budget", TABLE)
+def test_before_any_failure_a_node_waits_only_for_places_that_are_held(concurrency, zone_budget):
+    # w1 (zone a) in maintenance, no failure: w2 (zone a) waits when the slots or its zone's place
+    # are full; w3 (zone b) only when the slots are
+    seen = [run_lease(ME)] + held("w1", ME, 0, zone_budget)
+    for node, full in (("w2", concurrency == 1 or zone_budget), ("w3", concurrency == 1)):
+        decided = decide(seen, node, concurrency, zone_budget)
+        assert decided.action == (rollout.WAIT if full else rollout.BEGIN), (node, decided)
+        if full:
+            assert decided.say == f"{node} waits for a place held by w1"
+    assert decide(seen, "w1", concurrency, zone_budget).action == rollout.BEGIN  # its own places
 
 
 def test_nothing_held_nothing_failed_begins():

@@ -221,7 +221,21 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
         result.update(changed=bool(ours), settled=True, elapsed=round(time.monotonic() - started, 3),
                       api_requests=client.requests - first)
         return result
-    waiting = Waiting(client, snap or {})
+    try:
+        return _wait(client, opts, node, snap or {}, ours, result, started, first)
+    except NmoError:
+        # no node of the run begins after this one (docs/design.md §18), whatever failed here and
+        # whatever the play strategy: the failure path's mark, on the run lease
+        try:
+            run.mark_stopped(client, opts.run_id, opts.node, "settle")
+        except NmoError:
+            pass  # the failure itself is what the operator must see
+        raise
+
+
+def _wait(client: Client, opts: Options, node: Dict[str, Any], snap: Dict[str, Any], ours: Dict[str, None],
+          result: Dict[str, Any], started: float, first: int) -> Dict[str, Any]:
+    waiting = Waiting(client, snap)
     recorder = EventRecorder(client)
     guard = run.guard_for(client, opts.run_id)
     with MultiWatcher(*waiting.watchers.values()) as watcher:
@@ -241,10 +255,6 @@ def settle(client: Client, opts: Options) -> Dict[str, Any]:
             text = (message(opts.node, entries) + f" after {opts.timeout:g} s (settle_timeout). The node is back "
                     "in service; the next node is not begun")
             recorder.record(node, SETTLE, text[:1000], "Warning")
-            try:  # no node of the run begins after this one (docs/design.md §18), whatever the play strategy
-                run.mark_stopped(client, opts.run_id, opts.node, "settle")
-            except NmoError:
-                pass  # the failure itself is what the operator must see
             raise SettleFailed(text, not_whole=entries, node=opts.node, snapshot=snap,
                                elapsed=round(time.monotonic() - started, 3)) from None
         standing = waiting.standing()

@@ -22,10 +22,12 @@ from topology import wait_for
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import QUARANTINED
 
+from .blocked_support import DRAIN_TIMEOUT, block, errors, maintain, quarantine_of, report_nodes
 from .maintenance_support import (
     DRAIN_TAINT,
     LABEL,
     LEASES,
+    PLAYBOOKS,
     AvailabilityRecorder,
     NodeRecorder,
     Run,
@@ -40,16 +42,7 @@ from .maintenance_support import (
     wait_run_gone,
     write_inventory,
 )
-from .test_on_blocked import (
-    DRAIN_TIMEOUT,
-    PLAYBOOKS,
-    block,
-    errors,
-    finished,
-    maintain,
-    quarantine_of,
-    report_nodes,
-)
+from .rollout_support import finished
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 

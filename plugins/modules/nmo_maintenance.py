@@ -356,8 +356,10 @@ held_leases:
   returned: state=present
   type: str
 waited:
-  description: Seconds spent waiting for the leases.
-  returned: state=present
+  description:
+    - Seconds spent waiting for the leases. With O(run_id), O(state=absent) and O(state=failed)
+      say how long this run's begin waited, as the node's progress record keeps it.
+  returned: state=present; state=failed; state=absent with run_id
   type: float
 mode:
   description:

@@ -67,7 +67,8 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: Optiona
                 rolled_back=verdict.action == rule.SKIP, recorded=False, left_to=None,
                 blocked={"action": verdict.action, "why": verdict.why, "blocker": blocker},
                 outcome=rule.outcome(verdict), message=line(opts.node, verdict, done),
-                recorded_requests=lifecycle.recorded_requests(progress, opts.run_id))
+                recorded_requests=lifecycle.recorded_requests(progress, opts.run_id),
+                waited=lifecycle.recorded_wait(progress, opts.run_id))
     return done
 
 

@@ -112,13 +112,15 @@ class Progress:
 # -- the node's progress record (model/record.py) -------------------------------------------------
 def note_begin(client: Client, nm: Dict[str, Any], opts: Options, reached: List[str],
                held: str = run.HELD_NONE, places: Tuple[str, ...] = (),
-               mark: Optional[Dict[str, int]] = None) -> Dict[str, Any]:
-    """The begin's record: the phase, the steps done so far, the leases the run holds, and
-    the begin's API requests since ``mark`` (this write included), which the call that
-    finishes the node adds to its own (``recorded_requests``): no request of its own."""
+               mark: Optional[Dict[str, int]] = None, waited: float = 0.0) -> Dict[str, Any]:
+    """The begin's record: the phase, the steps done so far, the leases the run holds and how
+    long it waited for them, and the begin's API requests since ``mark`` (this write
+    included), which the call that finishes the node adds to its own (``recorded_requests``):
+    no request of its own."""
     found = record_store.of(nm) or record.Record()
     now = replace(found.started(failure.BEGIN, opts.run_id), reached=tuple(reached), held=held,
-                  places=places or found.places, failure="", failed_phase="", requests=())
+                  places=places or found.places, waited=round(float(waited), 3), failure="", failed_phase="",
+                  requests=())
     if mark is not None:
         asked = client.requests_since(mark)
         if not client.dry_run:  # the write below, counted as the client will count it
@@ -127,6 +129,11 @@ def note_begin(client: Client, nm: Dict[str, Any], opts: Options, reached: List[
             asked[kind] = asked.get(kind, 0) + 1
         now = now.with_requests(asked)
     return record_store.write(client, nm, now)
+
+
+def recorded_wait(progress: Optional[record.Record], run_id: str) -> float:
+    """How long this run's begin waited for the node's places, as its record keeps it."""
+    return progress.waited if progress is not None and run_id and progress.run == run_id else 0.0
 
 
 def recorded_requests(progress: Optional[record.Record], run_id: str) -> Dict[str, int]:
@@ -351,7 +358,8 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
                       else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
                             "warnings": []})
         held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
-        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease), mark)
+        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease), mark,
+                        lease.get("waited", 0.0))
     except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
@@ -416,7 +424,8 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
                                   with_operator=True)
         progress.done("maintenance")
         held = run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE
-        made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease), mark)
+        made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease), mark,
+                        lease.get("waited", 0.0))
     except run.RunStopped as exc:  # the slot comes before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
@@ -502,6 +511,7 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
     done["warnings"] = warnings + list(done.get("warnings") or [])
     if opts.run_id:
         done["recorded_requests"] = recorded_requests(progress, opts.run_id)
+        done["waited"] = recorded_wait(progress, opts.run_id)
     return done
 
 
@@ -661,7 +671,8 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": list(notes), "diff": {"before": {}, "after": {}}, "phase": phase,
                               "policy": policy, "kept": False,
-                              "recorded_requests": recorded_requests(progress, opts.run_id)}
+                              "recorded_requests": recorded_requests(progress, opts.run_id),
+                              "waited": recorded_wait(progress, opts.run_id)}
     if not reached:
         if opts.run_id and not client.dry_run:
             result["warnings"] += mark_stopped(client, opts, phase, kept=False)

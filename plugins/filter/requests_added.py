@@ -12,7 +12,7 @@ short_description: The API requests of several module calls, summed by kind
 version_added: 0.2.0
 description:
   - Each item is a module's registered result; its C(node_api_requests_by) when it has one (the
-    call that finishes a node: the begin's requests, kept in the node's progress record, and
+    call that finishes a node, which adds the begin's requests kept in the node's progress record to
     its own), else its C(api_requests_by). Skipped and failed results without counts add nothing.
   - The role's per-node summary (set_stats), where a node's cost went in one place.
 options:

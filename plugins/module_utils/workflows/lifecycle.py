@@ -425,7 +425,7 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
         progress.done("maintenance")
         held = run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE
         made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease), mark,
-                        lease.get("waited", 0.0))
+                                lease.get("waited", 0.0))
     except run.RunStopped as exc:  # the slot comes before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:

@@ -41,8 +41,9 @@ def execute(params: Dict[str, Any], core: CoreFunction, check_mode: bool, diff: 
     result.setdefault("changed", False)
     result.setdefault("api_requests", client.requests)
     result.setdefault("api_requests_by", client.requests_since(mark))
-    if params.get("requests_before") is not None:  # the call that finishes a node: its total
-        result["node_api_requests_by"] = added(list(params["requests_before"]) + [result["api_requests_by"]])
+    recorded = result.pop("recorded_requests", None)
+    if recorded is not None:  # the call that finishes a node: the begin's, as its record keeps them, and its own
+        result["node_api_requests_by"] = added([recorded, result["api_requests_by"]])
         result["node_api_requests"] = sum(result["node_api_requests_by"].values())
     return result
 

@@ -140,11 +140,14 @@ options:
         evicts (removing a C(Drained) an earlier drain left), and when the drain is done,
         C(Drained=True) with what it did in its message, C(DrainInProgress) removed; one patch of
         C(nodes/status) each. A drain that fails leaves C(DrainInProgress); the end removes it.
-      - For a server that knows the node lifecycle conditions; the role sets it when the begin set
-        C(MaintenanceInProgress) (RV(nmo.maintenance.nmo_maintenance#module:node_conditions)). A write the API server
-        refuses is a warning, never a failure. Nothing is written in check mode.
-    type: bool
-    default: false
+      - For a server that knows the node lifecycle conditions. V(auto), when the node the drain reads
+        anyway carries the C(MaintenanceInProgress) of this collection (its message begins with
+        the collection's own prefix), which the begin sets where the server knows them
+        (RV(nmo.maintenance.nmo_maintenance#module:node_conditions)); no request is added to tell it.
+        In operator mode V(auto) writes none (NMO's conditions). V(true) or V(false) say it outright.
+        A write the API server refuses is a warning, never a failure. Nothing is written in check mode.
+    type: raw
+    default: auto
 """
 
 EXAMPLES = r"""
@@ -366,6 +369,8 @@ settle:
 
 from dataclasses import replace
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import NmoError
@@ -404,11 +409,17 @@ def core(client, params):
         # docs/design.md §4.9.1: what must be whole again, known before anything is evicted
         snap, pods = settle.take_snapshot(client, opts.node) if params["settle"] else (None, None)
         # docs/design.md §4.11: DrainInProgress, then Drained, where the begin set MaintenanceInProgress
-        lifecycle = params["node_conditions"] and not client.dry_run
-        if lifecycle:
-            warnings += node_conditions.drain_started(client, opts.node)
+        # (auto: the node the drain reads anyway says it; in operator mode NMO's conditions, none of ours)
+        wanted = None if str(params["node_conditions"]).lower() == "auto" else boolean(params["node_conditions"])
         try:
-            result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
+            if with_operator:
+                lifecycle = bool(wanted) and not client.dry_run
+                if lifecycle:
+                    warnings += node_conditions.drain_started(client, opts.node)
+                result = operator.follow_drain(client, opts)
+            else:
+                result = drain(client, opts, wanted)
+                lifecycle = bool(result.pop("node_conditions", False))
         except NmoError as exc:
             if snap is not None:
                 exc.details["settle"] = snap
@@ -447,7 +458,7 @@ ARGUMENT_SPEC = {
     "operator": {"type": "bool"},
     "volume_detach_timeout": {"type": "float", "default": 0},
     "settle": {"type": "bool", "default": False},
-    "node_conditions": {"type": "bool", "default": False}}
+    "node_conditions": {"type": "raw", "default": "auto"}}
 
 
 def main():

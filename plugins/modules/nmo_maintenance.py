@@ -196,14 +196,6 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
-  requests_before:
-    description:
-      - The RV(api_requests_by) of the node's earlier calls (the begin, the drain, the Ready
-        wait), when this call finishes the node (O(state=absent) or O(state=failed)). They are returned
-        with this call's own added, kind by kind, in RV(node_api_requests_by), where a node's
-        cost went in one place.
-    type: list
-    elements: dict
   held_leases:
     description:
       - With O(state=absent), which leases the run O(run_id) must still hold for the node before
@@ -364,8 +356,10 @@ held_leases:
   returned: state=present
   type: str
 waited:
-  description: Seconds spent waiting for the leases.
-  returned: state=present
+  description:
+    - Seconds spent waiting for the leases. With O(run_id), O(state=absent) and O(state=failed)
+      say how long this run's begin waited, as the node's progress record keeps it.
+  returned: state=present; state=failed; state=absent with run_id
   type: float
 mode:
   description:
@@ -402,12 +396,15 @@ events:
   type: list
   elements: dict
 node_api_requests:
-  description: With O(requests_before), the node's requests in all (those given and this call's).
-  returned: with requests_before
+  description:
+    - With O(run_id), O(state=absent) or O(state=failed) (the call that finishes a node), the
+      requests of the node's begin in this run, as its progress record keeps them (the begin
+      writes them in its own record write), and this call's.
+  returned: state=failed, or state=absent with run_id
   type: int
 node_api_requests_by:
-  description: With O(requests_before), the same by kind (C(verb resource)).
-  returned: with requests_before
+  description: The same by kind (C(verb resource)).
+  returned: state=failed, or state=absent with run_id
   type: dict
 api_requests:
   description: Requests made to the API server.
@@ -450,6 +447,7 @@ def begin(client, opts, when_owned):
 
 
 def core(client, params):
+    mark = dict(client.requests_by)  # the begin keeps its call's requests in the node's record
     opts = lifecycle.Options(node=params["node"], lease=disruption.Request.from_params(params), name=params["name"],
                              reason=params["reason"], install_crd=params["install_crd"], label_key=params["label_key"],
                              annotations=params["annotations"], end_events=params["events"],
@@ -478,7 +476,7 @@ def core(client, params):
                                   params["phase"], params["on_blocked"], params["max_blocked"], params["blocker"])
         return lifecycle.failed(client, opts, params["error"], params["reached"], params["rollback"],
                                 policy=params["policy"], phase=params["phase"])
-    result = begin(client, opts, params["when_owned"])
+    result = begin(client, replace(opts, requests_mark=mark), params["when_owned"])
     result.setdefault("mode", opts.mode)
     return result
 
@@ -505,7 +503,6 @@ ARGUMENT_SPEC = {
     "blocker": {"type": "str", "default": ""},
     "mode": {"type": "str", "choices": ["standalone", "operator"]},
     "when_owned": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
-    "requests_before": {"type": "list", "elements": "dict"},
     "held_leases": {"type": "str", "choices": ["none", "slot", "all"]}}
 
 

@@ -238,6 +238,10 @@ def test_a_run_notifies_in_order_and_silences_each_node_exactly_while_it_is_in_m
     assert hooks[-1]["details"]["counts"] == {"done": 3}, hooks[-1]
     assert hooks[4]["details"]["took_seconds"] >= 10, "worker-02 waited in its hook for the extension"
     assert hooks[2]["message"].startswith(f"Node {w1}: back in service after ")
+    # the begun's name from the begin (begin.yml), the done's from the end that deleted it
+    begun = {r["host"]: r["result"]["maintenance"]["name"] for r in playbook.task(
+        "Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label") if r["status"] == "ok"}
+    assert [b["details"]["maintenance"] for b in hooks[1:7]] == [begun[n] for n in (w1, w1, w2, w2, w3, w3)], hooks
     for request in receiver.of("hook"):
         headers = {k.lower(): v for k, v in request["headers"].items()}
         assert notify_model.verify(SECRET, headers["x-nmo-timestamp"], request["raw"], headers["x-nmo-signature"])

@@ -86,6 +86,32 @@ def test_workers_one_at_a_time_without_breaking_a_pdb(cluster, world, user, tmp_
     # the scheduler may have left a worker with only its DaemonSet pod: no drain there to record
     evicting = next(r for r in drained if r["result"]["evicted"])
     assert "Drain" in reasons_of(cluster.client, nm_name(evicting["host"]))
+    assert_summary_from_the_record(result, world.workers)
+
+
+def assert_summary_from_the_record(result, nodes):
+    """The summary (set_stats) carries no begin's answer: the name and the lease wait come from
+    the end, which read the node's progress record, and the request count is the begin's (kept
+    in that record), the drain's, the Ready wait's and the end's, as each task returned them."""
+    def ok(name):
+        return {r["host"]: r["result"] for r in result.task(name) if r["status"] == "ok"}
+    calls = [ok(name) for name in ("Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label",
+                                   "Drain | Evict the pods (PodDisruptionBudgets respected)",
+                                   "Ready | Wait for the node to be Ready",
+                                   "End | Uncordon, remove the label and the taints, release the leases, delete the "
+                                   "NodeMaintenance")]
+    summaries = {node: said for r in result.task("Summary | Per-node result") if r["status"] == "ok"
+                 for node, said in r["result"]["ansible_stats"]["data"]["nmo_maintenance"].items()}
+    assert sorted(summaries) == sorted(nodes)
+    for node, said in summaries.items():
+        want: dict = {}
+        for call in calls:
+            for kind, count in call[node]["api_requests_by"].items():
+                want[kind] = want.get(kind, 0) + count
+        assert said["api_requests_by"] == want and said["api_requests"] == sum(want.values()), (node, said, want)
+        begun = calls[0][node]
+        assert said["maintenance"] == begun["maintenance"]["name"] == nm_name(node), said
+        assert abs(said["waited_for_lease"] - begun["waited"]) < 0.01, (said, begun["waited"])
 
 
 def test_concurrency_two_keeps_two_at_a_time(cluster, world, user, tmp_path):

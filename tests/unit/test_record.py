@@ -12,7 +12,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.record impor
 
 def test_a_record_survives_its_wire_form():
     kept = Record(run="r1", phase="work", reached=("maintenance", "lease", "taints", "cordon"), held="all",
-                  places=("nmo-maintenance-slot-0", "node-w1"), failure="flash failed", failed_phase="work",
+                  places=("nmo-maintenance-slot-0", "node-w1"), waited=12.5, failure="flash failed", failed_phase="work",
                   requests=(("get nodes", 3), ("patch leases", 1)))
     assert Record.parse(kept.wire()) == kept
     assert Record.parse(json.loads(record.annotation(kept))) == kept
@@ -29,7 +29,7 @@ def test_no_record_is_none(raw):
 
 def test_garbled_fields_take_their_empty_value():
     parsed = Record.parse({"run": 7, "phase": ["work"], "reached": "cordon", "held": "most",
-                           "places": ["a", 3, None, ""], "failure": {"x": 1}, "failedPhase": None,
+                           "places": ["a", 3, None, ""], "failure": {"x": 1}, "failedPhase": None, "waited": "9",
                            "requests": {"get nodes": "3", "list pods": 2, "x": True, "y": -1}})
     assert parsed == Record(places=("a",), requests=(("list pods", 2),))
     assert not parsed.phase_known and not parsed.failed
@@ -84,3 +84,8 @@ def test_the_places_are_the_leases_the_begin_took():
                            {"role": "node", "name": "node-w1"}, {"role": "node", "name": "node-w1"}, {"name": 3}]}
     assert record.places_of(result) == ("s-0", "zone-a-0", "node-w1")
     assert record.places_of({}) == ()
+
+
+@pytest.mark.parametrize("raw, seconds", [(4, 4.0), (2.5, 2.5), (-1, 0.0), (True, 0.0), ("3", 0.0), (None, 0.0)])
+def test_the_begins_wait_is_a_number_of_seconds_or_none(raw, seconds):
+    assert Record.parse({"waited": raw}).waited == seconds

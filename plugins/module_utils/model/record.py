@@ -31,7 +31,7 @@ PHASES = (BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END)
 HELD = ("none", "slot", "all")  # as workflows/run.py's HELD_*: which leases the run holds for the node
 
 # the wire's keys (camelCase, as the rest of the status)
-_KEYS = ("run", "phase", "reached", "held", "places", "failure", "failedPhase", "requests")
+_KEYS = ("run", "phase", "reached", "held", "places", "waited", "failure", "failedPhase", "requests")
 
 
 def _text(value: Any) -> str:
@@ -42,6 +42,11 @@ def _texts(value: Any) -> Tuple[str, ...]:
     if not isinstance(value, (list, tuple)):
         return ()
     return tuple(v for v in value if isinstance(v, str) and v)
+
+
+def _seconds(value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok else 0.0
 
 
 def _counts(value: Any) -> Tuple[Tuple[str, int], ...]:
@@ -61,6 +66,7 @@ class Record:
     reached: Tuple[str, ...] = ()  # the begin steps done (workflows/lifecycle.py BEGIN_STEPS)
     held: str = "none"  # which leases the run holds for the node (HELD)
     places: Tuple[str, ...] = ()  # the leases it holds: node lease, slot, topology places
+    waited: float = 0.0  # seconds the begin waited for its places (a lease or the etcd guard)
     failure: str = ""  # the error, once it failed
     failed_phase: str = ""  # the phase it failed in
     requests: Tuple[Tuple[str, int], ...] = ()  # the API requests of the node's calls so far, by kind
@@ -103,13 +109,14 @@ class Record:
         held = _text(raw.get("held"))
         return cls(run=_text(raw.get("run")), phase=_text(raw.get("phase")), reached=_texts(raw.get("reached")),
                    held=held if held in HELD else "none", places=_texts(raw.get("places")),
+                   waited=_seconds(raw.get("waited")),
                    failure=_text(raw.get("failure")), failed_phase=_text(raw.get("failedPhase")),
                    requests=_counts(raw.get("requests")))
 
     def wire(self) -> Dict[str, Any]:
         """Every key, empty ones too: a merge patch of it leaves nothing of an older record."""
         return {"run": self.run, "phase": self.phase, "reached": list(self.reached), "held": self.held,
-                "places": list(self.places), "failure": self.failure, "failedPhase": self.failed_phase,
+                "places": list(self.places), "waited": self.waited, "failure": self.failure, "failedPhase": self.failed_phase,
                 "requests": dict(self.requests)}
 
 

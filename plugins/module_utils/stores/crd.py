@@ -20,8 +20,8 @@ CRD_PATH = paths.CRDS
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
-SCHEMA_REVISION = "5"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods;
-# 5: progress (the node's progress record, model/record.py)
+SCHEMA_REVISION = "6"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods;
+# 5: progress (the node's progress record, model/record.py); 6: progress.waited
 REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
 NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
 
@@ -83,6 +83,7 @@ def manifest() -> Dict[str, Any]:
                     "held": {"type": "string", "description": "Which leases the run holds: none, slot or all."},
                     "places": {"type": "array", "items": {"type": "string"},
                                "description": "The leases held: slot, topology places, node lease."},
+                    "waited": {"type": "number", "description": "Seconds the begin waited for its places."},
                     "failure": {"type": "string", "description": "The error, once it failed."},
                     "failedPhase": {"type": "string", "description": "The phase it failed in."},
                     "requests": {"type": "object", "additionalProperties": {"type": "integer"},

@@ -24,7 +24,7 @@ from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model import blocked as rule
-from ..model import failure
+from ..model import failure, record
 from ..model.failure import recover_command
 from ..model.marks import QUARANTINED, quarantine_wanted
 from ..stores import events, maintenance, nodes
@@ -43,7 +43,7 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: Optiona
     ``given_phase`` omitted (the role's call), the node's progress record says it (docs/design.md
     §18.5); the failure path reads the record again itself, and says when it cannot."""
     rule.validate(on_blocked, max_blocked)
-    phase = given_phase or recorded_phase(client, opts)
+    phase, progress = (given_phase, None) if given_phase else recorded_phase(client, opts)
     verdict = rule.decide(on_blocked, phase, blocker, 0, max_blocked)
     if verdict.action != rule.FAIL and (client.dry_run or not opts.run_id):
         verdict = rule.Verdict(rule.FAIL, True, "its drain is blocked; a node is not skipped or quarantined in a "
@@ -66,18 +66,20 @@ def failed(client: Client, opts: lifecycle.Options, error: str, reached: Optiona
     done.update(state="failed", phase=phase, policy=policy, kept=verdict.action == rule.QUARANTINE,
                 rolled_back=verdict.action == rule.SKIP, recorded=False, left_to=None,
                 blocked={"action": verdict.action, "why": verdict.why, "blocker": blocker},
-                outcome=rule.outcome(verdict), message=line(opts.node, verdict, done))
+                outcome=rule.outcome(verdict), message=line(opts.node, verdict, done),
+                recorded_requests=lifecycle.recorded_requests(progress, opts.run_id),
+                waited=lifecycle.recorded_wait(progress, opts.run_id))
     return done
 
 
-def recorded_phase(client: Client, opts: lifecycle.Options) -> str:
-    """The phase this run's record of the node says it reached; unreadable or another run's, the
-    failure policy's default (never a block: only the drain phase can be one)."""
+def recorded_phase(client: Client, opts: lifecycle.Options) -> Tuple[str, Optional[record.Record]]:
+    """The phase this run's record of the node says it reached, and the record; unreadable or
+    another run's, the failure policy's default (never a block: only the drain phase can be one)."""
     try:
         _nm, progress = record_store.read(client, opts.node)
     except NmoError:
         progress = None
-    return failure.phase_of(progress if progress is not None and progress.run == opts.run_id else None)[0]
+    return failure.phase_of(progress if progress is not None and progress.run == opts.run_id else None)[0], progress
 
 
 def counted(client: Client, opts: lifecycle.Options, on_blocked: str, phase: str, blocker: str,

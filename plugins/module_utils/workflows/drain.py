@@ -26,6 +26,7 @@ from ..model import drain_rules, returning, stuck_pods, surge, validation
 from ..model.kubevirt import MODES as KUBEVIRT_MODES
 from ..model.kubevirt import is_launcher
 from ..model.marks import not_ready
+from ..model.node_conditions import maintained
 from ..model.pod_filters import (
     COMPLETE,
     DELETE,
@@ -57,6 +58,7 @@ from ..model.tracking import (
 )
 from ..stores import maintenance, workloads
 from ..stores.events import DRAIN, DRAIN_ERROR, EventRecorder
+from ..stores.node_conditions import drain_started
 from ..stores.nodes import read_node
 from ..stores.preflight_reads import namespace_labels
 from . import dry_run, run
@@ -685,11 +687,18 @@ def rule_result(plans: List[PodPlan]) -> Dict[str, Any]:
             "wait_completed": [p.brief() for p in plans if p.action == COMPLETE]}
 
 
-def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
-    """Drain ``opts.node``; returns the result, raises DrainFailed (result in details)."""
+def drain(client: Client, opts: DrainOptions, node_conditions: Optional[bool] = False) -> Dict[str, Any]:
+    """Drain ``opts.node``; returns the result, raises DrainFailed (result in details).
+
+    ``node_conditions`` (docs/design.md §4.11): ``DrainInProgress`` before the first eviction;
+    None, when the node read here carries our ``MaintenanceInProgress`` (the begin set it), so
+    that no caller carries the begin's answer and no request is added. The result's
+    ``node_conditions`` says whether the drain wrote them (the caller then writes ``Drained``)."""
     started, first_request = time.monotonic(), client.requests
     opts.validate()
     node = read_node(client, opts.node)
+    lifecycle = (maintained(node) if node_conditions is None else node_conditions) and not client.dry_run
+    condition_warnings = drain_started(client, opts.node) if lifecycle else []
     nm = read_maintenance(client, opts)
     listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
@@ -697,11 +706,11 @@ def drain(client: Client, opts: DrainOptions) -> Dict[str, Any]:
         selection = replace(selection, namespace_labels=namespace_labels(
             client, [p.get("metadata", {}).get("namespace", "") for p in listing.get("items", [])]))
     plans = [classify(pod, selection) for pod in listing.get("items", [])]
-    warnings: List[str] = []
+    warnings: List[str] = list(condition_warnings)
     if not node.get("spec", {}).get("unschedulable") and not client.dry_run:  # a dry run's begin cordoned nothing
         warnings.append(f"node {opts.node} is schedulable: evicted pods may be scheduled back onto it; cordon it first")
     result: Dict[str, Any] = {
-        "node": opts.node, "maintenance": opts.maintenance, "pods_found": len(plans),
+        "node": opts.node, "maintenance": opts.maintenance, "pods_found": len(plans), "node_conditions": lifecycle,
         "skipped_pods": [p.brief() for p in plans if p.action == SKIP],
     }
     refused = [p for p in plans if p.action == REFUSE]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..api import paths
-from ..api.client import Client
+from ..api.client import Client, request_kind
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
 from ..model import failure, record, rollout, validation
 from ..model import node_state as state
@@ -71,6 +71,9 @@ class Options:
     # the begin: MaintenanceInProgress on the Node where the API server knows the node lifecycle
     # conditions (docs/design.md §4.11); the end and the rollback remove ours whatever this says
     node_conditions: bool = True
+    # the begin: the client's requests_by when the module's call started, so that the record
+    # keeps the whole call's requests (None: from the begin's own start)
+    requests_mark: Optional[Dict[str, int]] = None
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -108,21 +111,45 @@ class Progress:
 
 # -- the node's progress record (model/record.py) -------------------------------------------------
 def note_begin(client: Client, nm: Dict[str, Any], opts: Options, reached: List[str],
-               held: str = run.HELD_NONE, places: Tuple[str, ...] = ()) -> Dict[str, Any]:
-    """The begin's record: the phase, the steps done so far, the leases the run holds."""
+               held: str = run.HELD_NONE, places: Tuple[str, ...] = (),
+               mark: Optional[Dict[str, int]] = None, waited: float = 0.0) -> Dict[str, Any]:
+    """The begin's record: the phase, the steps done so far, the leases the run holds and how
+    long it waited for them, and the begin's API requests since ``mark`` (this write
+    included), which the call that finishes the node adds to its own (``recorded_requests``):
+    no request of its own."""
     found = record_store.of(nm) or record.Record()
     now = replace(found.started(failure.BEGIN, opts.run_id), reached=tuple(reached), held=held,
-                  places=places or found.places, failure="", failed_phase="")
+                  places=places or found.places, waited=round(float(waited), 3), failure="", failed_phase="",
+                  requests=())
+    if mark is not None:
+        asked = client.requests_since(mark)
+        if not client.dry_run:  # the write below, counted as the client will count it
+            kind = request_kind("PATCH", maintenance.path(nm["metadata"]["name"],
+                                                          "" if record_store.operated(nm) else "status"))
+            asked[kind] = asked.get(kind, 0) + 1
+        now = now.with_requests(asked)
     return record_store.write(client, nm, now)
 
 
-def note_reached_on_failure(client: Client, nm: Optional[Dict[str, Any]], opts: Options, reached: List[str]) -> None:
+def recorded_wait(progress: Optional[record.Record], run_id: str) -> float:
+    """How long this run's begin waited for the node's places, as its record keeps it."""
+    return progress.waited if progress is not None and run_id and progress.run == run_id else 0.0
+
+
+def recorded_requests(progress: Optional[record.Record], run_id: str) -> Dict[str, int]:
+    """The requests the node's record keeps for this run (the begin's), for the call that
+    finishes the node to add to its own (adapter.py: ``node_api_requests_by``)."""
+    return progress.requests_by() if progress is not None and run_id and progress.run == run_id else {}
+
+
+def note_reached_on_failure(client: Client, nm: Optional[Dict[str, Any]], opts: Options, reached: List[str],
+                            mark: Optional[Dict[str, int]] = None) -> None:
     """A failed begin leaves the steps it did in the record, for the failure path to undo just
     those; a record it cannot write is no second error (the failure path then reads the cluster)."""
     if nm is None or client.dry_run:
         return
     try:
-        note_begin(client, nm, opts, reached)
+        note_begin(client, nm, opts, reached, mark=mark)
     except NmoError:
         pass
 
@@ -264,6 +291,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         return begin_with_operator(client, opts)
     recorder = events.EventRecorder(client)
     progress = Progress()
+    mark = opts.requests_mark if opts.requests_mark is not None else dict(client.requests_by)
     guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
     changed = False
@@ -297,7 +325,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
         name = nm["metadata"]["name"]
         result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
         progress.done("maintenance")
-        nm = note_begin(client, nm, opts, progress.reached)  # the record says the begin started
+        nm = note_begin(client, nm, opts, progress.reached, mark=mark)  # the record says the begin started
 
         # a NodeMaintenance that only a dry run imagined cannot be named to the guard
         imagined = client.dry_run and made["created"]
@@ -330,11 +358,12 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
                       else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
                             "warnings": []})
         held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
-        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease))
+        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease), mark,
+                        lease.get("waited", 0.0))
     except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
-        note_reached_on_failure(client, nm if "maintenance" in progress.reached else None, opts, progress.reached)
+        note_reached_on_failure(client, nm if "maintenance" in progress.reached else None, opts, progress.reached, mark)
         raise progress.fail(exc) from None
     result.update(
         changed=changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or tainted
@@ -371,6 +400,7 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     node lease, the label, the taints and cordon, and drains."""
     recorder = events.EventRecorder(client)
     progress = Progress()
+    mark = opts.requests_mark if opts.requests_mark is not None else dict(client.requests_by)
     guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
     result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
@@ -394,7 +424,8 @@ def begin_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
                                   with_operator=True)
         progress.done("maintenance")
         held = run.HELD_SLOT if opts.run_id and not client.dry_run else run.HELD_NONE
-        made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease))
+        made["nm"] = note_begin(client, made["nm"], opts, progress.reached, held, record.places_of(lease), mark,
+                                lease.get("waited", 0.0))
     except run.RunStopped as exc:  # the slot comes before the NodeMaintenance: nothing was written
         return stopped(opts, exc, False, recorder)
     except NmoError as exc:
@@ -478,6 +509,9 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
         warnings = guard.warnings
     done = end_with_operator(client, opts) if opts.mode == operator.OPERATOR else _undo(client, opts, BEGIN_STEPS, False)
     done["warnings"] = warnings + list(done.get("warnings") or [])
+    if opts.run_id:
+        done["recorded_requests"] = recorded_requests(progress, opts.run_id)
+        done["waited"] = recorded_wait(progress, opts.run_id)
     return done
 
 
@@ -636,7 +670,9 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": list(notes), "diff": {"before": {}, "after": {}}, "phase": phase,
-                              "policy": policy, "kept": False}
+                              "policy": policy, "kept": False,
+                              "recorded_requests": recorded_requests(progress, opts.run_id),
+                              "waited": recorded_wait(progress, opts.run_id)}
     if not reached:
         if opts.run_id and not client.dry_run:
             result["warnings"] += mark_stopped(client, opts, phase, kept=False)

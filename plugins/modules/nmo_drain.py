@@ -387,9 +387,11 @@ def core(client, params):
     else:
         validation.problems(opts.validate, lambda: validation.seconds(volume_timeout, "volume_detach_timeout"))
         with_operator = params["operator"]
+        nm = None
         if params["run_id"]:  # the node's progress record: the drain phase starts (model/record.py), and
             # what the role leaves unset is as it says: the NodeMaintenance, the leases held, the mode
-            nm, progress = records.started(client, opts.node, record.DRAIN, params["run_id"])
+            nm, progress = records.started(client, opts.node, record.DRAIN, params["run_id"],
+                                           name=opts.maintenance)
             ours = progress if progress is not None and progress.run == params["run_id"] else None
             if nm is not None and opts.maintenance is None:
                 opts = replace(opts, maintenance=nm["metadata"]["name"])
@@ -406,7 +408,7 @@ def core(client, params):
         if lifecycle:
             warnings += node_conditions.drain_started(client, opts.node)
         try:
-            result = operator.follow_drain(client, opts) if with_operator else drain(client, opts)
+            result = operator.follow_drain(client, opts) if with_operator else drain(client, opts, nm)
         except NmoError as exc:
             if snap is not None:
                 exc.details["settle"] = snap

@@ -429,7 +429,7 @@ def end_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
-        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        nm = maintenance.get(client, opts.name) if opts.name else maintenance.locate(client, opts.node)
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()
         deleted = maintenance.delete(client, nm) if nm is not None else False
@@ -467,8 +467,9 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     warnings: List[str] = []
     held = opts.held_leases
+    nm: Optional[Dict[str, Any]] = None
     if opts.run_id:  # the record says the end started, and (unless told) which leases the run must hold
-        _nm, progress = record_store.started(client, opts.node, failure.END, opts.run_id)
+        nm, progress = record_store.started(client, opts.node, failure.END, opts.run_id, name=opts.name)
         if held is None:
             held = progress.held if progress is not None and progress.run == opts.run_id else run.HELD_NONE
     held = held or run.HELD_NONE
@@ -476,7 +477,8 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
         guard = run.guard_for(client, opts.run_id, node=opts.node, held=held)
         guard.check(force=True)
         warnings = guard.warnings
-    done = end_with_operator(client, opts) if opts.mode == operator.OPERATOR else _undo(client, opts, BEGIN_STEPS, False)
+    done = (end_with_operator(client, opts) if opts.mode == operator.OPERATOR
+            else _undo(client, opts, BEGIN_STEPS, False, nm_read=nm))
     done["warnings"] = warnings + list(done.get("warnings") or [])
     return done
 
@@ -505,14 +507,17 @@ def rollback(client: Client, opts: Options, reached: List[str], keep_record: boo
     return _undo(client, opts, tuple(reached), keep_record)
 
 
-def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool) -> Dict[str, Any]:
+def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool,
+          nm_read: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The end and the rollback, one implementation: uncordon and unlabel with the taints in
-    one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance."""
+    one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance. ``nm_read``:
+    the node's NodeMaintenance as the caller just read or wrote it (the end's record), not read again."""
     recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
     try:
-        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        nm = nm_read if nm_read is not None else (
+            maintenance.get(client, opts.name) if opts.name else maintenance.locate(client, opts.node))
         name = nm["metadata"]["name"] if nm else None
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
@@ -619,7 +624,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     progress: Optional[record.Record] = None
     if reached is None or phase is None:
         try:
-            nm, progress = record_store.read(client, opts.node)
+            nm, progress = record_store.read(client, opts.node, name=opts.name)
             if reached is None:
                 reached = reached_of(client, opts, nm, progress)
         except NmoError as exc:
@@ -650,7 +655,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
                             else record.Record(run=opts.run_id, phase=phase, reached=tuple(reached)),
                             failure=truncate(error, 1000), failed_phase=phase)
     try:
-        nm = nm if nm is not None else maintenance.find(client, opts.node)
+        nm = nm if nm is not None else maintenance.locate(client, opts.node, opts.name)
         try:
             refuse_if_live_run(client, nm, opts.run_id, opts.node)
         except run.OwnedByLiveRun as exc:

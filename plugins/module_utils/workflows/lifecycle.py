@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, record, rollout, validation
+from ..model import failure, leases, record, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -258,6 +258,19 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
 
 
 # -- the two calls ---------------------------------------------------------------------------------
+def lifecycle_conditions(client: Client, opts: Options, node: Dict[str, Any], name: str,
+                         seen: Optional[List[Any]]) -> Dict[str, Any]:
+    """docs/design.md §4.11's MaintenanceInProgress, the server's support read once a run: the
+    run lease (in ``seen``, the begin's list of the leases namespace) says it once a begin of
+    the run found it, and the first begin that reads it says it there."""
+    lease = leases.named(seen, run.lease_name(opts.run_id)) if seen is not None and opts.run_id else None
+    done = node_conditions.set_maintenance(client, node, opts.reason, name, run.node_conditions_of(lease))
+    found = done.pop("support", None)
+    if found is not None:
+        run.note_node_conditions(client, lease, *found)
+    return done
+
+
 def begin(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     if opts.mode == operator.OPERATOR:
@@ -326,7 +339,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
             recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
         progress.done("cordon")
         # docs/design.md §4.11: MaintenanceInProgress where the API server knows it; never a failure
-        conditions = (node_conditions.set_maintenance(client, node, opts.reason, name) if opts.node_conditions
+        conditions = (lifecycle_conditions(client, opts, node, name, seen) if opts.node_conditions
                       else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
                             "warnings": []})
         held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE

@@ -105,14 +105,14 @@ def test_locate_reads_the_run_s_name_when_given():
 def test_locate_lists_when_the_name_misses_a_hand_made_object_is_found():
     client = ByName(nm_of("by-hand", "node-w1"))
     assert locate(client, "node-w1")["metadata"]["name"] == "by-hand"
-    assert [kind for kind, _ in client.asked] == ["get", "list"]
+    assert [asked[0] for asked in client.asked] == ["get", "list"]
 
 
 def test_locate_never_takes_an_object_of_another_node_under_the_name():
     # maintenance-w1 names node w1 in the cluster: the node "w1" (default name maintenance-w1 too) has none
     client = ByName(nm_of("maintenance-w1", "node-w1"))
     assert locate(client, "w1") is None
-    assert [kind for kind, _ in client.asked] == ["get", "list"]
+    assert [asked[0] for asked in client.asked] == ["get", "list"]
     client = ByName(nm_of("maintenance-w1", "node-w1"), nm_of("other", "w1"))
     assert locate(client, "w1")["metadata"]["name"] == "other"
 
@@ -120,4 +120,4 @@ def test_locate_never_takes_an_object_of_another_node_under_the_name():
 def test_locate_finds_none_when_there_is_none():
     client = ByName()
     assert locate(client, "node-w1") is None
-    assert [kind for kind, _ in client.asked] == ["get", "list"]
+    assert [asked[0] for asked in client.asked] == ["get", "list"]

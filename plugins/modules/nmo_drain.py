@@ -394,9 +394,11 @@ def core(client, params):
     else:
         validation.problems(opts.validate, lambda: validation.seconds(volume_timeout, "volume_detach_timeout"))
         with_operator = params["operator"]
+        nm = None
         if params["run_id"]:  # the node's progress record: the drain phase starts (model/record.py), and
             # what the role leaves unset is as it says: the NodeMaintenance, the leases held, the mode
-            nm, progress = records.started(client, opts.node, record.DRAIN, params["run_id"])
+            nm, progress = records.started(client, opts.node, record.DRAIN, params["run_id"],
+                                           name=opts.maintenance)
             ours = progress if progress is not None and progress.run == params["run_id"] else None
             if nm is not None and opts.maintenance is None:
                 opts = replace(opts, maintenance=nm["metadata"]["name"])
@@ -418,7 +420,7 @@ def core(client, params):
                     warnings += node_conditions.drain_started(client, opts.node)
                 result = operator.follow_drain(client, opts)
             else:
-                result = drain(client, opts, wanted)
+                result = drain(client, opts, wanted, nm)
                 lifecycle = bool(result.pop("node_conditions", False))
         except NmoError as exc:
             if snap is not None:

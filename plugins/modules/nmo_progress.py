@@ -19,6 +19,11 @@ description:
     own; the role calls this for the hooks, the Ready wait, the gate and the confirmation).
     Without, only reads it.
   - A node without a C(NodeMaintenance) has no record; nothing is written for it.
+  - With O(phase) and O(run_id), a record of that same run on the C(NodeMaintenance) of the
+    default name, in standalone mode, gets the phase in one request without being read first
+    (a JSON patch whose tests the API server checks); the result then says C(changed), and the
+    diff's before leaves the phase out (it was not read). Otherwise the record is read, then
+    written when it changes.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
 extends_documentation_fragment:
@@ -91,6 +96,12 @@ def core(client, params):
     validation.node_name(params["node"])
     if params["run_id"]:
         runs.validate_id(params["run_id"])
+    if params["phase"]:  # the record of this run: the phase in one request, unread (model/record.py)
+        nm, after = records.phase_only(client, params["node"], params["phase"], params["run_id"])
+        if nm is not None:
+            before = {k: v for k, v in wire(after).items() if k != "phase"}
+            return {"changed": True, "record": wire(after), "maintenance": nm["metadata"]["name"],
+                    "diff": {"before": {"record": before}, "after": {"record": wire(after)}}}
     nm, before = records.read(client, params["node"])
     after = before
     if params["phase"] and nm is not None:

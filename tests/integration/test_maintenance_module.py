@@ -299,3 +299,38 @@ def test_a_run_whose_start_checked_the_crd_has_its_begins_read_it_no_more(cluste
         assert ended["changed"] and not ended.get("failed"), ended.get("msg")
         wait_clean(cluster.client, [node])
     assert runs.stop(cluster.client, checked_run) and runs.stop(cluster.client, plain_run)
+
+
+def test_a_run_s_nodes_find_their_record_by_name_and_read_the_server_s_support_once(cluster, world):
+    """Issue 32's request cost: the run's first begin reads /version (and on 1.37 /metrics) and
+    keeps the verdict on the run lease, the second begin reads neither; the phases after the
+    begin find the NodeMaintenance by its name, never by listing them all, and a phase of the
+    run's own record is one request (docs/design.md §18.5)."""
+    first, second = world.add_nodes(workers=2)
+    run_id = f"cost-{world.id}"
+    lease_store.ensure_namespace(cluster.client)
+    runs.start(cluster.client, run_id, controller=f"test/{run_id}", mode="standalone", duration=600)
+    begun = [run_module("nmo_maintenance", args(world, node, run_id=run_id, wait=False, concurrency=2),
+                        cluster.kubeconfig) for node in (first, second)]
+    assert not any(b.get("failed") for b in begun), [b.get("msg") for b in begun]
+    assert "get /version" in begun[0]["api_requests_by"], begun[0]["api_requests_by"]
+    assert not {"get /version", "get /metrics"} & set(begun[1]["api_requests_by"]), begun[1]["api_requests_by"]
+    said = runs.node_conditions_of(runs.read_lease(cluster.client, run_id))
+    assert said is not None and said[0] is begun[0]["node_conditions"]["active"], (said, begun[0])
+    assert begun[1]["node_conditions"]["active"] is said[0], begun[1]
+
+    gate = run_module("nmo_progress", {"node": first, "phase": "gate", "run_id": run_id}, cluster.kubeconfig)
+    assert gate["record"]["phase"] == "gate" and gate["record"]["held"] == "all", gate
+    assert gate["api_requests_by"] == {"patch nodemaintenances/status": 1}, gate["api_requests_by"]
+    drained = run_module("nmo_drain", {"node": first, "run_id": run_id, "held_leases": "none"},
+                         cluster.kubeconfig)
+    assert not drained.get("failed"), drained.get("msg")
+    assert maintenance_of(cluster.client, first)["status"]["progress"]["phase"] == "drain"
+    ended = [run_module("nmo_maintenance", args(world, node, run_id=run_id, state="absent", concurrency=2),
+                        cluster.kubeconfig) for node in (first, second)]
+    assert all(e["changed"] and not e.get("failed") for e in ended), [e.get("msg") for e in ended]
+    for result in [drained, *ended]:
+        assert "list nodemaintenances" not in result["api_requests_by"], result["api_requests_by"]
+        assert result["api_requests_by"].get("get nodemaintenances", 0) == 0, result["api_requests_by"]
+    wait_clean(cluster.client, [first, second])
+    assert runs.stop(cluster.client, run_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import node_conditions as nc
 
 GATE_ON = 'kubernetes_feature_enabled{name="NodeLifecycleConditions",stage="ALPHA"} 1'
@@ -53,3 +55,14 @@ def test_the_diff_shows_ours_before_and_after() -> None:
     assert conditions_diff(node(), [nc.MAINTENANCE]) == {"node_conditions": ["MaintenanceInProgress"]}
     assert conditions_diff(node(mine)) == {"node_conditions": ["Drained"]}
     assert conditions_diff(node(mine), gone=["Drained"]) == {"node_conditions": []}
+
+
+@pytest.mark.parametrize("supported,why", [(True, ""), (False, "Kubernetes 1.31 has no node lifecycle conditions"),
+                                           (False, "GET /metrics answered 403 Forbidden")])
+def test_the_run_lease_note_gives_back_the_verdict(supported, why):
+    assert nc.support_of_note(nc.support_note(supported, why)) == (supported, why)
+
+
+@pytest.mark.parametrize("note", [None, "", "yes", "unsupported: ", 3, "Supported"])
+def test_a_note_that_says_nothing_is_read_again(note):
+    assert nc.support_of_note(note) is None

@@ -63,6 +63,25 @@ def support(minor: Optional[Tuple[int, int]], gate: Optional[bool], metrics_erro
     return True, ""
 
 
+# The begin's verdict, kept for the run on its run lease (workflows/run.py): the begins after
+# the first read it there instead of reading /version and /metrics again.
+SUPPORTED, UNSUPPORTED = "supported", "unsupported: "
+
+
+def support_note(supported: bool, why_not: str) -> str:
+    """The run lease annotation's value for a verdict of ``support``."""
+    return SUPPORTED if supported else UNSUPPORTED + (why_not or "not said")
+
+
+def support_of_note(note: Any) -> Optional[Tuple[bool, str]]:
+    """The verdict a run lease annotation says; None when it says none (or garbage): read again."""
+    if note == SUPPORTED:
+        return True, ""
+    if isinstance(note, str) and note.startswith(UNSUPPORTED) and len(note) > len(UNSUPPORTED):
+        return False, note[len(UNSUPPORTED):]
+    return None
+
+
 def condition(kind: str, reason: str, message: str, now: str, status: str = "True") -> Dict[str, Any]:
     return {"type": kind, "status": status, "reason": reason, "message": (PREFIX + message)[:MAX_MESSAGE],
             "lastTransitionTime": now, "lastHeartbeatTime": now}

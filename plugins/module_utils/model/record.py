@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 ANNOTATION = "nmo.maintenance/progress"  # operator mode: the record as JSON on the NodeMaintenance
 STATUS_FIELD = "progress"  # standalone mode: status.progress
@@ -118,6 +118,27 @@ class Record:
         return {"run": self.run, "phase": self.phase, "reached": list(self.reached), "held": self.held,
                 "places": list(self.places), "waited": self.waited, "failure": self.failure, "failedPhase": self.failed_phase,
                 "requests": dict(self.requests)}
+
+
+def phase_patch(node: str, run: str, phase: str, mode_annotation: str) -> List[Dict[str, Any]]:
+    """The one-request phase write (a JSON patch of the NodeMaintenance's status, written
+    without reading it first): only ``phase`` changes, and only where nothing else would have
+    to. Its ``test`` ops make the API server refuse it (422, nothing written) unless the object
+    is the node's (``spec.nodeName``), in standalone mode (``mode_annotation``; operator mode
+    keeps the record in an annotation, whole), and carries a record of this same ``run``:
+    a record of another run, or none, needs the read-then-write (``Record.started`` resets
+    ``held`` for a run that takes over). So a refusal is never a wrong record, only the
+    slower path."""
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r} (known: {', '.join(PHASES)})")
+    if not run:
+        raise ValueError("the one-request phase write needs the run id")
+    escaped = mode_annotation.replace("~", "~0").replace("/", "~1")
+    base = f"/status/{STATUS_FIELD}"
+    return [{"op": "test", "path": "/spec/nodeName", "value": node},
+            {"op": "test", "path": f"/metadata/annotations/{escaped}", "value": "standalone"},
+            {"op": "test", "path": f"{base}/run", "value": run},
+            {"op": "replace", "path": f"{base}/phase", "value": phase}]
 
 
 def of_maintenance(nm: Optional[Dict[str, Any]], operator: bool) -> Optional[Record]:

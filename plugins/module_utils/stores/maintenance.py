@@ -55,6 +55,21 @@ def find(client: Client, node: str, items: Optional[List[Dict[str, Any]]] = None
     return matching[0] if matching else None
 
 
+def locate(client: Client, node: str, name: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """The node's NodeMaintenance, without listing them all where its name is known: one GET of
+    ``name`` (the run's) or ``default_name(node)``, kept when it names ``node``; the list (``find``)
+    only when that misses: none of that name, or one of another node (the node's was made by
+    hand under another name). A list grows with every NodeMaintenance of the cluster; a GET does not."""
+    nm = get(client, name or default_name(node))
+    if names_node(nm, node):
+        return nm
+    return find(client, node)
+
+
+def names_node(nm: Optional[Dict[str, Any]], node: str) -> bool:
+    return bool(nm) and (nm.get("spec") or {}).get("nodeName") == node
+
+
 def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
     nm = client.get_or_none(path(name))
     if nm:

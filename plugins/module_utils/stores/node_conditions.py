@@ -58,20 +58,24 @@ def write(client: Client, node: str, put: Iterable[Dict[str, Any]] = (), remove:
     return []
 
 
-def set_maintenance(client: Client, node: Dict[str, Any], reason: str, maintenance: str) -> Dict[str, Any]:
+def set_maintenance(client: Client, node: Dict[str, Any], reason: str, maintenance: str,
+                    known: Optional[Tuple[bool, str]] = None) -> Dict[str, Any]:
     """The begin: ``MaintenanceInProgress=True`` where the server knows it (not again when ours
-    is there: a rerun writes nothing). The result's ``active`` tells the drain to write its own."""
+    is there: a rerun writes nothing). The result's ``active`` tells the drain to write its own.
+    ``known``: the support as the run already found it (its run lease); otherwise read here,
+    and the result's ``support`` says it, for the caller to keep."""
     name = node.get("metadata", {}).get("name", "")
     if model.maintained(node):
         return {"active": True, "changed": False, "set": [], "warnings": []}
-    supported, why = support(client)
+    supported, why = known if known is not None else support(client)
+    found = {} if known is not None else {"support": (supported, why)}
     if not supported:
-        return {"active": False, "changed": False, "set": [], "why_not": why, "warnings": []}
+        return {"active": False, "changed": False, "set": [], "why_not": why, "warnings": [], **found}
     put = [model.condition(model.MAINTENANCE, model.REASON_MAINTENANCE, model.begin_message(reason, maintenance),
                            now())]
     warnings = write(client, name, put)
     return {"active": not warnings, "changed": not warnings, "set": [model.MAINTENANCE] if not warnings else [],
-            "warnings": warnings}
+            "warnings": warnings, **found}
 
 
 def drain_started(client: Client, node: str) -> List[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 from ..api.client import Client
+from ..errors import NotFound, UnprocessableEntity
 from ..model import record as model
 from ..model.record import Record
 from . import maintenance
@@ -27,10 +28,11 @@ def of(nm: Optional[Dict[str, Any]]) -> Optional[Record]:
     return model.of_maintenance(nm, operated(nm)) if nm else None
 
 
-def read(client: Client, node: str,
-         nm: Optional[Dict[str, Any]] = None) -> Tuple[Optional[Dict[str, Any]], Optional[Record]]:
-    """The node's NodeMaintenance (``nm`` when the caller read it already) and its record."""
-    nm = nm if nm is not None else maintenance.find(client, node)
+def read(client: Client, node: str, nm: Optional[Dict[str, Any]] = None,
+         name: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], Optional[Record]]:
+    """The node's NodeMaintenance (``nm`` when the caller read it already; else by its name,
+    ``name`` or the default one, and the list only when that misses) and its record."""
+    nm = nm if nm is not None else maintenance.locate(client, node, name)
     return nm, of(nm)
 
 
@@ -48,11 +50,32 @@ def write(client: Client, nm: Dict[str, Any], record: Record) -> Dict[str, Any]:
     return client.patch(maintenance.path(nm["metadata"]["name"]), body, "merge")
 
 
-def started(client: Client, node: str, phase: str, run_id: str,
-            nm: Optional[Dict[str, Any]] = None) -> Tuple[Optional[Dict[str, Any]], Optional[Record]]:
+def phase_only(client: Client, node: str, phase: str, run_id: str,
+               name: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], Optional[Record]]:
+    """The phase written in one request, unread (model/record.py ``phase_patch``): the object
+    as written and its record, or (None, None) when the server refused the patch's tests or
+    has no object of that name (then the caller reads and writes)."""
+    if client.dry_run or not run_id:
+        return None, None
+    try:
+        nm = client.patch(maintenance.path(name or maintenance.default_name(node), "status"),
+                          model.phase_patch(node, run_id, phase, maintenance.MODE_ANNOTATION), "json")
+    except (NotFound, UnprocessableEntity):
+        return None, None
+    return nm, of(nm)
+
+
+def started(client: Client, node: str, phase: str, run_id: str, nm: Optional[Dict[str, Any]] = None,
+            name: Optional[str] = None) -> Tuple[Optional[Dict[str, Any]], Optional[Record]]:
     """The record once ``phase`` started: written, and returned with the object. Nothing is
-    written for a node without a NodeMaintenance (its begin wrote nothing)."""
-    nm, found = read(client, node, nm)
+    written for a node without a NodeMaintenance (its begin wrote nothing). Unread by the
+    caller, the node's record of this run takes one request (``phase_only``); otherwise a
+    read, then a write when anything changed."""
+    if nm is None:
+        quick, now = phase_only(client, node, phase, run_id, name)
+        if quick is not None and now is not None:
+            return quick, now
+    nm, found = read(client, node, nm, name)
     if nm is None:
         return None, None
     now = (found or Record()).started(phase, run_id)

@@ -114,7 +114,7 @@ def write_count(client: Client, meta: Dict[str, Any], value: str) -> bool:
 
 
 def _found(client: Client, opts: lifecycle.Options) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    nm = maintenance.find(client, opts.node)
+    nm = maintenance.locate(client, opts.node, opts.name)
     return nm, (nm["metadata"]["name"] if nm else None)
 
 

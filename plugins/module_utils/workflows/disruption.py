@@ -374,7 +374,7 @@ def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
             raise InputError(f"NodeMaintenance {req.maintenance} is for node {nm.get('spec', {}).get('nodeName')}, "
                              f"not {req.node}")
         return nm
-    return maintenance.find(client, req.node)
+    return maintenance.locate(client, req.node)
 
 
 def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
@@ -536,7 +536,7 @@ def release(client: Client, req: Request, nm: Any = UNREAD) -> Dict[str, Any]:
     warnings = [f"lease {k['lease']} is held by {k['holder']}, not by us: left in place" for k in kept]
     if released:
         if nm is UNREAD:
-            nm = maintenance.find(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
+            nm = maintenance.locate(client, req.node) if not req.maintenance else maintenance.get(client, req.maintenance)
         involved = nm or client.get_or_none(paths.node(req.node))
         if involved is not None:
             names = ", ".join(r["name"] for r in released)

@@ -166,10 +166,14 @@ def send(client: Client, plan: PodPlan, action: str, grace_period: Optional[int]
     return outcome_of(None, plan.key)
 
 
-def read_maintenance(client: Client, opts: DrainOptions) -> Optional[Dict[str, Any]]:
+def read_maintenance(client: Client, opts: DrainOptions,
+                     known: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """``opts.maintenance``, checked to name the node; ``known`` when the caller has it as the
+    API server answered a moment ago (the drain phase's record write), not read again."""
     if not opts.maintenance:
         return None
-    nm = maintenance.get(client, opts.maintenance)
+    same = known is not None and (known.get("metadata") or {}).get("name") == opts.maintenance
+    nm = known if same else maintenance.get(client, opts.maintenance)
     if nm is None and client.dry_run:  # a dry run's begin only imagined it: the drain's dry run goes on without
         return None
     if nm is None:
@@ -687,19 +691,21 @@ def rule_result(plans: List[PodPlan]) -> Dict[str, Any]:
             "wait_completed": [p.brief() for p in plans if p.action == COMPLETE]}
 
 
-def drain(client: Client, opts: DrainOptions, node_conditions: Optional[bool] = False) -> Dict[str, Any]:
+def drain(client: Client, opts: DrainOptions, node_conditions: Optional[bool] = False,
+          nm_read: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Drain ``opts.node``; returns the result, raises DrainFailed (result in details).
 
     ``node_conditions`` (docs/design.md §4.11): ``DrainInProgress`` before the first eviction;
     None, when the node read here carries our ``MaintenanceInProgress`` (the begin set it), so
     that no caller carries the begin's answer and no request is added. The result's
-    ``node_conditions`` says whether the drain wrote them (the caller then writes ``Drained``)."""
+    ``node_conditions`` says whether the drain wrote them (the caller then writes ``Drained``).
+    ``nm_read``: its NodeMaintenance as the caller just wrote it (read_maintenance)."""
     started, first_request = time.monotonic(), client.requests
     opts.validate()
     node = read_node(client, opts.node)
     lifecycle = (maintained(node) if node_conditions is None else node_conditions) and not client.dry_run
     condition_warnings = drain_started(client, opts.node) if lifecycle else []
-    nm = read_maintenance(client, opts)
+    nm = read_maintenance(client, opts, nm_read)
     listing = list_objects(client, PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
     if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace on the node

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api import paths
 from ..api.client import Client, request_kind
 from ..errors import Conflict, InputError, NmoError, NotFound, RefusedError
-from ..model import failure, record, rollout, validation
+from ..model import failure, leases, record, rollout, validation
 from ..model import node_state as state
 from ..model.marks import (
     EXCLUDE_FROM_REMEDIATION,
@@ -285,6 +285,19 @@ def cordon(client: Client, recorder: events.EventRecorder, name: str, unschedula
 
 
 # -- the two calls ---------------------------------------------------------------------------------
+def lifecycle_conditions(client: Client, opts: Options, node: Dict[str, Any], name: str,
+                         seen: Optional[List[Any]]) -> Dict[str, Any]:
+    """docs/design.md §4.11's MaintenanceInProgress, the server's support read once a run: the
+    run lease (in ``seen``, the begin's list of the leases namespace) says it once a begin of
+    the run found it, and the first begin that reads it says it there."""
+    lease = leases.named(seen, run.lease_name(opts.run_id)) if seen is not None and opts.run_id else None
+    done = node_conditions.set_maintenance(client, node, opts.reason, name, run.node_conditions_of(lease))
+    found = done.pop("support", None)
+    if found is not None:
+        run.note_node_conditions(client, lease, *found)
+    return done
+
+
 def begin(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     if opts.mode == operator.OPERATOR:
@@ -354,7 +367,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
             recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
         progress.done("cordon")
         # docs/design.md §4.11: MaintenanceInProgress where the API server knows it; never a failure
-        conditions = (node_conditions.set_maintenance(client, node, opts.reason, name) if opts.node_conditions
+        conditions = (lifecycle_conditions(client, opts, node, name, seen) if opts.node_conditions
                       else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
                             "warnings": []})
         held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
@@ -460,7 +473,7 @@ def end_with_operator(client: Client, opts: Options) -> Dict[str, Any]:
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id, "mode": operator.OPERATOR}
     try:
-        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        nm = maintenance.get(client, opts.name) if opts.name else maintenance.locate(client, opts.node)
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()
         deleted = maintenance.delete(client, nm) if nm is not None else False
@@ -498,8 +511,9 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     warnings: List[str] = []
     held = opts.held_leases
+    nm: Optional[Dict[str, Any]] = None
     if opts.run_id:  # the record says the end started, and (unless told) which leases the run must hold
-        _nm, progress = record_store.started(client, opts.node, failure.END, opts.run_id)
+        nm, progress = record_store.started(client, opts.node, failure.END, opts.run_id, name=opts.name)
         if held is None:
             held = progress.held if progress is not None and progress.run == opts.run_id else run.HELD_NONE
     held = held or run.HELD_NONE
@@ -507,7 +521,8 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
         guard = run.guard_for(client, opts.run_id, node=opts.node, held=held)
         guard.check(force=True)
         warnings = guard.warnings
-    done = end_with_operator(client, opts) if opts.mode == operator.OPERATOR else _undo(client, opts, BEGIN_STEPS, False)
+    done = (end_with_operator(client, opts) if opts.mode == operator.OPERATOR
+            else _undo(client, opts, BEGIN_STEPS, False, nm_read=nm))
     done["warnings"] = warnings + list(done.get("warnings") or [])
     if opts.run_id:
         done["recorded_requests"] = recorded_requests(progress, opts.run_id)
@@ -539,14 +554,17 @@ def rollback(client: Client, opts: Options, reached: List[str], keep_record: boo
     return _undo(client, opts, tuple(reached), keep_record)
 
 
-def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool) -> Dict[str, Any]:
+def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: bool,
+          nm_read: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The end and the rollback, one implementation: uncordon and unlabel with the taints in
-    one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance."""
+    one patch, then the leases, then (unless ``keep_record``) the NodeMaintenance. ``nm_read``:
+    the node's NodeMaintenance as the caller just read or wrote it (the end's record), not read again."""
     recorder = events.EventRecorder(client)
     progress = Progress()
     result: Dict[str, Any] = {"node": opts.node, "state": "absent", "run": opts.run_id}
     try:
-        nm = maintenance.get(client, opts.name) if opts.name else maintenance.find(client, opts.node)
+        nm = nm_read if nm_read is not None else (
+            maintenance.get(client, opts.name) if opts.name else maintenance.locate(client, opts.node))
         name = nm["metadata"]["name"] if nm else None
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
@@ -653,7 +671,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     progress: Optional[record.Record] = None
     if reached is None or phase is None:
         try:
-            nm, progress = record_store.read(client, opts.node)
+            nm, progress = record_store.read(client, opts.node, name=opts.name)
             if reached is None:
                 reached = reached_of(client, opts, nm, progress)
         except NmoError as exc:
@@ -686,7 +704,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
                             else record.Record(run=opts.run_id, phase=phase, reached=tuple(reached)),
                             failure=truncate(error, 1000), failed_phase=phase)
     try:
-        nm = nm if nm is not None else maintenance.find(client, opts.node)
+        nm = nm if nm is not None else maintenance.locate(client, opts.node, opts.name)
         try:
             refuse_if_live_run(client, nm, opts.run_id, opts.node)
         except run.OwnedByLiveRun as exc:

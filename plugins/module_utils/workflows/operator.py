@@ -122,7 +122,7 @@ def follow(client: Client, name: str, node: str, timeout: float, guard: run.Guar
 def follow_drain(client: Client, opts: Any) -> Dict[str, Any]:
     """nmo_drain operator=true: no eviction of ours; NMO's drain followed to its end."""
     opts.validate()
-    nm = maintenance.get(client, opts.maintenance) if opts.maintenance else maintenance.find(client, opts.node)
+    nm = maintenance.get(client, opts.maintenance) if opts.maintenance else maintenance.locate(client, opts.node)
     if nm is None:
         raise RefusedError(f"no NodeMaintenance for node {opts.node}: nothing for the Node Maintenance Operator "
                            "to drain; begin the maintenance first")

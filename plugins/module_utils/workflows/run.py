@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
-from ..model import leases, renewal, rollout
+from ..model import leases, node_conditions, renewal, rollout
 from ..model.times import format_seconds
 from ..stores import leases as lease_store
 from . import heartbeat_note
@@ -42,6 +42,10 @@ MODE_ANNOTATION = "nmo.maintenance/mode"
 # The run's start found the NodeMaintenance CRD in place (or installed it): the begins of the
 # run read that here, on the run lease they read anyway, instead of each reading the CRD.
 CRD_ANNOTATION = "nmo.maintenance/crd-checked"
+# Whether the API server knows the node lifecycle conditions (docs/design.md §4.11), as the
+# run's first begin that asked found it (model/node_conditions.py support_note): the later
+# begins read it here, on the run lease they read anyway.
+NODE_CONDITIONS_ANNOTATION = "nmo.maintenance/node-conditions"
 RUN_LEASE_PREFIX = leases.RUN_LEASE_PREFIX
 RUN_LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "run"}
 # A run lease lapses this long after its heartbeat stopped (the controller's host died
@@ -216,6 +220,20 @@ def mode_of(lease: Optional[leases.Lease]) -> str:
 def crd_checked(lease: Optional[leases.Lease]) -> bool:
     """Whether the run's start checked the NodeMaintenance CRD (an older release's lease: no)."""
     return ((lease or {}).get("metadata", {}).get("annotations") or {}).get(CRD_ANNOTATION) == "true"
+
+
+def node_conditions_of(lease: Optional[leases.Lease]) -> Optional[Tuple[bool, str]]:
+    """The node lifecycle conditions' support as the run lease says it; None when it says none."""
+    return node_conditions.support_of_note(
+        ((lease or {}).get("metadata", {}).get("annotations") or {}).get(NODE_CONDITIONS_ANNOTATION))
+
+
+def note_node_conditions(client: Client, lease: Optional[leases.Lease], supported: bool, why_not: str) -> None:
+    """Keep the verdict on the run lease (as read), for the run's later begins; a lease gone or
+    taken over meanwhile is left alone (they then read the server again)."""
+    if lease is not None and not client.dry_run:
+        lease_store.annotate(client, lease, NODE_CONDITIONS_ANNOTATION,
+                             node_conditions.support_note(supported, why_not))
 
 
 def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,

@@ -51,7 +51,7 @@ def ensure(client: Client, am_params: Dict[str, Any], node: str, run_id: str,
     am = am or Alertmanager.from_params(am_params)
     templates = list(am_params.get("matchers") or silences.DEFAULT_MATCHERS)
     duration = silences.duration_of(am_params.get("duration"))
-    nm = maintenance.find(client, node)
+    nm = maintenance.locate(client, node)
     if nm is None and client.dry_run:  # a dry run's begin made none: this one would be made with it
         return {"changed": True, "silence_id": "", "previous": "", "action": "created", "maintenance": "",
                 "matchers": silences.matchers(templates, node), "warnings": []}
@@ -91,7 +91,7 @@ def expire(client: Client, am_params: Dict[str, Any], silence_id: str, node: str
     check(am_params)
     am = am or Alertmanager.from_params(am_params)
     if not silence_id and node:  # the NodeMaintenance is still there (a failure kept it, say)
-        silence_id = recorded_id(maintenance.find(client, node))
+        silence_id = recorded_id(maintenance.locate(client, node))
     result: Dict[str, Any] = {"changed": False, "silence_id": silence_id, "action": "none", "warnings": []}
     if not silence_id:
         return result

@@ -14,6 +14,9 @@ gate           zone budget    no budget      zone budget
 settle         no budget
 ============  =============  =============  =============
 
+The other budget state of each of the twelve cells (``REST``, marked ``side_lane``) completes the
+product; CI runs those on a cluster of its own in its side lane (hack/test).
+
 * begin: a node without a kubelet, first in the order (in zone a): the begin refuses it before
   any write (pre-flight ``warn``); the fix brings its kubelet back.
 * drain: both nodes of zone a hold a pod whose PodDisruptionBudget never lets it go (a short drain
@@ -107,6 +110,13 @@ CASES = [
     Case("settle", 1, False, fail="first"),
 ]
 
+# The rest of the product (phase x concurrency x budget): the other budget state of every cell
+# above. Run in CI's side lane, on a cluster of its own beside the main suite (hack/test,
+# marker side_lane), where they cost no wall time of the main lane.
+REST = [Case(c.phase, c.concurrency, not c.zone_budget) for c in CASES if c.phase != "settle"]
+PARAMS = ([pytest.param(c, id=c.id) for c in CASES]
+          + [pytest.param(c, id=c.id, marks=pytest.mark.side_lane) for c in REST])
+
 
 @dataclass
 class Setup:
@@ -180,7 +190,7 @@ def stop_mark(cluster: Any, run_id: str) -> str:
     return ((lease.get("metadata") or {}).get("annotations") or {}).get(STOPPED_AFTER, "")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", PARAMS)
 def test_a_failure_in_any_phase_stops_the_rollout_at_any_concurrency(cluster, world, user, tmp_path, case):
     by_zone = zones(world)
     if case.concurrency == 4 and not case.zone_budget and case.phase != "begin":  # a batch after the first

@@ -123,6 +123,16 @@ def skip(client: Client, opts: lifecycle.Options, reached: List[str]) -> Dict[st
     return lifecycle.rollback(client, opts, reached or list(lifecycle.BEGIN_STEPS), keep_record=False)
 
 
+def _mark_quarantined(client: Client, node: str, said: str) -> None:
+    """The quarantine's label and annotation (the blocker) on the node. A node deleted meanwhile
+    has nothing to keep out of service; its leases and NodeMaintenance still go."""
+    try:
+        client.patch(paths.node(node), {"metadata": {"labels": {QUARANTINED: "true"},
+                                                     "annotations": {QUARANTINED: said}}}, "merge")
+    except NotFound:
+        pass
+
+
 def quarantine(client: Client, opts: lifecycle.Options, blocker: str) -> Dict[str, Any]:
     """Cordoned and tainted as the begin left it, with the quarantine's label and annotation;
     its leases and the NodeMaintenance released, so its places go to the next nodes."""
@@ -132,11 +142,7 @@ def quarantine(client: Client, opts: lifecycle.Options, blocker: str) -> Dict[st
     nm, name = _found(client, opts)
     lifecycle.refuse_if_live_run(client, nm, opts.run_id, opts.node)
     said = lifecycle.truncate(blocker, MAX_BLOCKER)
-    try:
-        client.patch(paths.node(opts.node), {"metadata": {"labels": {QUARANTINED: "true"},
-                                                          "annotations": {QUARANTINED: said}}}, "merge")
-    except NotFound:
-        pass  # deleted meanwhile: nothing to keep out of service; its leases and record still go
+    _mark_quarantined(client, opts.node, said)
     released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name, run_id=opts.run_id),
                                   nm=nm)
     deleted = lifecycle.remove_maintenance(client, recorder, nm)
@@ -160,11 +166,7 @@ def quarantine_with_operator(client: Client, opts: lifecycle.Options, blocker: s
     nm, name = _found(client, opts)
     lifecycle.refuse_if_live_run(client, nm, opts.run_id, opts.node)
     said = lifecycle.truncate(blocker, MAX_BLOCKER)
-    try:
-        client.patch(paths.node(opts.node), {"metadata": {"labels": {QUARANTINED: "true"},
-                                                          "annotations": {QUARANTINED: said}}}, "merge")
-    except NotFound:
-        pass  # deleted meanwhile: nothing to keep out of service; its NodeMaintenance and slot still go
+    _mark_quarantined(client, opts.node, said)
     deleted = lifecycle.remove_maintenance(client, recorder, nm)  # NMO has let the node go once it is gone
     node = client.get_or_none(paths.node(opts.node))
     before, after = {}, {}

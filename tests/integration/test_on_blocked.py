@@ -33,6 +33,7 @@ from .rollout_support import at, finished
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
+
 def test_skip_goes_on_and_the_bound_stops_the_rollout(cluster, world, user, tmp_path):
     """Concurrency 1, skip, at most one blocked node: the first blocked node, which an administrator
     had cordoned, is left as it was found (cordoned, nothing of ours on it) and the next node

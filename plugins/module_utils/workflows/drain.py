@@ -246,6 +246,10 @@ class DrainRun:
         self.returned: Dict[str, List[Tuple[str, str]]] = {}
         self.returned_pods: List[Dict[str, Any]] = []
         self.looked_at = -1  # the watch batch the returning pods were last looked for at
+        # A node left schedulable (the caller did not cordon it; the result warns) takes pods
+        # back because it is schedulable, not because they tolerate the maintenance: as kubectl
+        # drain does, only the pods of the list are evicted, and whatever lands later stays.
+        self.takes_returning = node is None or bool(node.get("spec", {}).get("unschedulable"))
         evicting = {plan.uid for plan in plans if plan.action in (EVICT, DELETE)}
         self.may_return = any(returning.may_come_back(p) for p in listing.get("items", [])
                               if p.get("metadata", {}).get("uid") in evicting)
@@ -463,6 +467,8 @@ class DrainRun:
         """Track the pods on the node that were not there at the list (or at the last look),
         as the drain's own filters take them; how many were new. From the watch's view of the
         node, and only when the watch brought something since the last look (no request)."""
+        if not self.takes_returning:
+            return 0
         if pods is None:
             if self.waitable.changes == self.looked_at:
                 return 0

@@ -62,12 +62,13 @@ EXAMPLES = r"""
 RETURN = r"""
 record:
   description:
-    - The record after the call (C(run), C(phase), C(reached), C(held), C(places), C(failure),
-      C(failedPhase), C(requests)); empty when the node has no C(NodeMaintenance) or it carries none.
+    - The record after the call (C(run), C(phase), C(reached), C(held), C(places), C(waited), C(failure),
+      C(failedPhase), C(failedRun), C(requests)); empty when the node has no C(NodeMaintenance) or it carries none.
   returned: always
   type: dict
   sample: {run: 20261203-150102-a1b2c3, phase: work, reached: [maintenance, lease, taints, cordon], held: all,
-           places: [nmo-maintenance-slot-0, node-node-worker-01], failure: "", failedPhase: "", requests: {}}
+           places: [nmo-maintenance-slot-0, node-node-worker-01], waited: 0.0, failure: "", failedPhase: "",
+           failedRun: "", requests: {}}
 maintenance:
   description: The name of the node's C(NodeMaintenance), empty when it has none.
   returned: always

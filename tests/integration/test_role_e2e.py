@@ -271,6 +271,7 @@ def test_failing_hook_rolls_back_that_node_and_stops_the_play(cluster, world, us
     assert (progress["phase"], progress["failedPhase"], progress["run"]) == ("work", "work", nm["metadata"]["annotations"]
                                                                              ["nmo.maintenance/run"]), progress
     assert "DIMM slot 3 not detected" in progress["failure"] and progress["held"] == "all", progress
+    assert progress["failedRun"] == progress["run"], "the CRD keeps the run it failed in (revision 7)"
     assert "FailedMaintenance" in reasons_of(cluster.client, nm["metadata"]["name"])
     assert leases_naming(cluster.client, [w1, w2, w3], slot_prefix(world)) == [], "rollback releases the leases"
     assert maintenance_of(cluster.client, w1) is None and maintenance_of(cluster.client, w3) is None

@@ -3,6 +3,7 @@ the holders and leases it reports."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import pytest
@@ -66,3 +67,20 @@ def test_an_outcome_entry_names_the_lease_and_what_was_done():
     entry = disruption._entry("slot", leases.Outcome("created", "team-a-0", None, after))
     assert entry == {"role": "slot", "name": "team-a-0", "namespace": "medik8s-leases", "action": "created",
                      "holder": "nmo.maintenance", "expires": "2026-12-01T10:10:00.000000Z"}
+
+
+def test_the_blockers_records_are_read_from_either_mode_and_only_theirs():
+    from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import ANNOTATION, Record
+    from ansible_collections.nmo.maintenance.plugins.module_utils.stores.maintenance import MODE_ANNOTATION
+    failed = Record(run="r1", phase="work", failure="boom", failed_phase="work", failed_run="r1")
+
+    def nm(node: str, operator: bool) -> dict:
+        meta = {"name": f"nm-{node}", "annotations": {MODE_ANNOTATION: "operator" if operator else "standalone"}}
+        if operator:
+            meta["annotations"][ANNOTATION] = json.dumps(failed.wire())
+            return {"metadata": meta, "spec": {"nodeName": node}, "status": {"phase": "Running"}}
+        return {"metadata": meta, "spec": {"nodeName": node}, "status": {"progress": failed.wire()}}
+
+    items = [nm("w1", False), nm("w2", True), nm("w3", False), {"metadata": {"name": "x"}, "spec": {"nodeName": "w4"}}]
+    found = disruption.records_of(items, ["w1", "w2", "w4"])
+    assert found == {"w1": failed, "w2": failed}

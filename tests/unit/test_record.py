@@ -89,3 +89,11 @@ def test_the_places_are_the_leases_the_begin_took():
 @pytest.mark.parametrize("raw, seconds", [(4, 4.0), (2.5, 2.5), (-1, 0.0), (True, 0.0), ("3", 0.0), (None, 0.0)])
 def test_the_begins_wait_is_a_number_of_seconds_or_none(raw, seconds):
     assert Record.parse({"waited": raw}).waited == seconds
+
+
+def test_the_run_a_failure_happened_in_survives_a_later_run_taking_the_record():
+    failed = Record(run="r1", phase="work", failure="boom", failed_phase="work", failed_run="r1")
+    assert Record.parse(failed.wire()) == failed and failed.wire()["failedRun"] == "r1"
+    taken = failed.started("begin", "r2")
+    assert taken.run == "r2" and taken.failed_run == "r1" and taken.failed
+    assert Record.parse({"failedRun": 7}).failed_run == ""

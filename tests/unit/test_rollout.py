@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, rollout
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 
 NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
 ME, DEAD, OTHER = "run-me", "run-dead", "run-other"
@@ -42,15 +43,21 @@ def zone_family(zone: str) -> str:
     return f"{PREFIX}-zone-{zone}-abc123"
 
 
-def held(node: str, run: str, slot: int, zone_budget: bool, failed: str = "") -> List[Dict[str, Any]]:
+def held(node: str, run: str, slot: int, zone_budget: bool) -> List[Dict[str, Any]]:
     """The leases a node in maintenance holds: its slot, its zone place, its node lease."""
-    marks = {rollout.FAILED: failed} if failed else {}
-    out = [lease(leases.slot_name(PREFIX, slot), node, run, marks, leases.SLOT_LABELS),
-           lease(leases.node_lease_name(node), leases.HOLDER, run, marks)]
+    out = [lease(leases.slot_name(PREFIX, slot), node, run, {}, leases.SLOT_LABELS),
+           lease(leases.node_lease_name(node), leases.HOLDER, run, {})]
     if zone_budget:
         out.append(lease(leases.slot_name(zone_family(ZONES[node]), 0), node, run,
-                         {**marks, leases.BUDGET_ANNOTATION: f"zone={ZONES[node]}"}, leases.SLOT_LABELS))
+                         {leases.BUDGET_ANNOTATION: f"zone={ZONES[node]}"}, leases.SLOT_LABELS))
     return out
+
+
+def failed_record(failed_in: str, phase: str, now_run: str = "") -> Record:
+    """The record of a node whose maintenance failed in run ``failed_in`` and was kept; a
+    later run that took it over since (``now_run``) wrote its own run."""
+    return Record(run=now_run or failed_in, phase=phase, failure="firmware flash failed", failed_phase=phase,
+                  failed_run=failed_in)
 
 
 def blockers(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budget: bool, run: str) -> List[str]:
@@ -65,8 +72,8 @@ def blockers(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budge
 
 
 def decide(seen: List[Dict[str, Any]], node: str, concurrency: int, zone_budget: bool,
-           run: str = ME) -> rollout.Decision:
-    state = rollout.state_of(seen, run, NOW)
+           run: str = ME, records: Optional[Dict[str, Record]] = None) -> rollout.Decision:
+    state = rollout.state_of(seen, run, NOW, records=records)
     return rollout.decide(node, state, blockers(seen, node, concurrency, zone_budget, run))
 
 
@@ -85,18 +92,20 @@ def test_after_a_failure_in_this_run_no_node_begins_and_those_past_their_begin_f
     kept = phase != "settle" and failure.keeps(policy, phase)
     # w1 failed (kept or rolled back by the policy); w3 was past its begin when it did
     seen = [run_lease(ME, rollout.stopped_mark("w1", phase))]
+    records = {"w1": failed_record(ME, phase)}
     if kept:
-        seen += held("w1", ME, 0, zone_budget, rollout.failed_mark(ME, phase))
+        seen += held("w1", ME, 0, zone_budget)
     if concurrency > 1:
         seen += held("w3", ME, 1, zone_budget)
+        records["w3"] = Record(run=ME, phase=failure.DRAIN)
     for node in ("w2", "w4"):
-        decided = decide(seen, node, concurrency, zone_budget)
+        decided = decide(seen, node, concurrency, zone_budget, records=records)
         assert decided.action == rollout.STOP, (node, decided)
         assert decided.blocker == "w1"
         assert decided.say == f"not started: the run stopped after w1 failed (in the {phase.replace('_', '-')} phase)"
         assert decided.outcome == "not started (the run stopped after w1 failed)"
     if concurrency > 1:
-        assert decide(seen, "w3", concurrency, zone_budget).action == rollout.BEGIN
+        assert decide(seen, "w3", concurrency, zone_budget, records=records).action == rollout.BEGIN
 
 
 @pytest.mark.parametrize("concurrency, zone_budget", TABLE)
@@ -110,25 +119,29 @@ def test_after_a_failure_in_this_run_no_node_begins_and_those_past_their_begin_f
 def test_a_wait_for_a_place_held_by_a_failed_kept_node(concurrency, zone_budget, failed_in, alive, taken_by,
                                                        expected):
     seen = [run_lease(ME), run_lease(DEAD, alive=False), run_lease(OTHER)]
-    mark = rollout.failed_mark(failed_in, failure.WORK) if failed_in else ""
+    records = {"w1": failed_record(failed_in, failure.WORK, taken_by) if failed_in
+               else Record(run=taken_by, phase=failure.WORK)}
     # w1 (the failed one) and up to two nodes of another live run hold the slots: at
     # concurrency 1 and 2 every slot is held, at 4 one is free; the zone budget makes w2 wait
     # for zone a's one place, w1's, whatever the concurrency
-    seen += held("w1", taken_by, 0, zone_budget, mark)
+    seen += held("w1", taken_by, 0, zone_budget)
     for index, node in enumerate(["w3", "w4"][:concurrency - 1], start=1):
         seen += held(node, OTHER, index, zone_budget=False)
     waits_for = blockers(seen, "w2", concurrency, zone_budget, ME)
-    decided = decide(seen, "w2", concurrency, zone_budget)
+    decided = decide(seen, "w2", concurrency, zone_budget, records=records)
     if "w1" not in waits_for:  # concurrency 4 without a budget: a place is free, w2 begins
         assert (concurrency, zone_budget) == (4, False) and decided.action == rollout.BEGIN
         return
     assert decided.action == expected, decided
-    if expected == rollout.STOP:
+    if expected == rollout.STOP and failed_in == ME:  # this run's failure: the run stopped
+        assert decided.blocker == "w1"
+        assert decided.say == "not started: the run stopped after w1 failed (in the work phase)"
+    elif expected == rollout.STOP:
         assert decided.blocker == "w1"
         assert "it waits for a place that w1 holds, kept out of service after its maintenance failed" in decided.say
         assert "ansible-playbook playbooks/recover.yml -e nmo_nodes=w1" in decided.say
         assert "run again with -l w1" in decided.say
-        assert ("this run" if failed_in == ME else f"run {DEAD}, which is gone") in decided.say
+        assert f"run {DEAD}, which is gone" in decided.say
     else:
         assert decided.say.startswith("w2 waits for a place held by w1")
 
@@ -152,9 +165,10 @@ def test_nothing_held_nothing_failed_begins():
 
 def test_a_lapsed_place_is_no_holder():
     seen = [run_lease(ME)] + [dict(item, spec=dict(item["spec"], renewTime=leases.format_time(NOW - timedelta(hours=2))))
-                              for item in held("w1", DEAD, 0, True, rollout.failed_mark(DEAD, failure.WORK))]
-    assert rollout.state_of(seen, ME, NOW).holders == {}
-    assert decide(seen, "w2", 1, True).action == rollout.BEGIN
+                              for item in held("w1", DEAD, 0, True)]
+    records = {"w1": failed_record(DEAD, failure.WORK)}
+    assert rollout.state_of(seen, ME, NOW, records=records).holders == {}
+    assert decide(seen, "w2", 1, True, records=records).action == rollout.BEGIN
 
 
 def test_another_holder_of_the_node_lease_is_not_ours():
@@ -164,8 +178,8 @@ def test_another_holder_of_the_node_lease_is_not_ours():
 
 def test_a_node_resuming_its_own_kept_places_goes_on_even_after_a_stop():
     seen = [run_lease(ME, rollout.stopped_mark("w3", failure.DRAIN))]
-    seen += held("w1", DEAD, 0, True, rollout.failed_mark(DEAD, failure.WORK))
-    assert decide(seen, "w1", 1, True).action == rollout.BEGIN
+    seen += held("w1", DEAD, 0, True)
+    assert decide(seen, "w1", 1, True, records={"w1": failed_record(DEAD, failure.WORK)}).action == rollout.BEGIN
     # held for another live run, it is not this node's own to finish: the begin refuses it (§6.3)
     seen_live = [run_lease(ME), run_lease(OTHER)] + held("w1", OTHER, 0, False)
     assert rollout.decide("w1", rollout.state_of(seen_live, ME, NOW)).action == rollout.BEGIN
@@ -211,3 +225,39 @@ NODE_LEASE = {"name": "node-w2", "holder": leases.HOLDER, "slot": False}
 ])
 def test_a_rerun_finishes_what_holds_places_first(node, first):
     assert rollout.resumes_first(node) is first
+
+
+# -- the holders' records ----------------------------------------------------------------------
+def test_a_holders_failure_comes_from_its_record_not_its_leases():
+    seen = [run_lease(ME)] + held("w1", ME, 0, True)
+    # no record (or one without a failure): a holder like any other, waited for
+    assert decide(seen, "w2", 1, True).action == rollout.WAIT
+    assert decide(seen, "w2", 1, True, records={"w1": Record(run=ME, phase=failure.WORK)}).action == rollout.WAIT
+    # the record says it failed in this run (kept, or being rolled back before the run lease
+    # says the run stopped): the wait ends at once, the run stopped
+    stopped = decide(seen, "w2", 1, True, records={"w1": failed_record(ME, failure.GATE)})
+    assert stopped.action == rollout.STOP and stopped.say == "not started: the run stopped after w1 failed (in the gate phase)"
+    # another node's record is not w1's
+    assert decide(seen, "w2", 1, True, records={"w3": failed_record(ME, failure.GATE)}).action == rollout.WAIT
+
+
+def test_a_record_written_before_failed_run_existed_failed_in_the_run_that_wrote_it():
+    old = Record(run=DEAD, phase=failure.WORK, failure="boom", failed_phase=failure.WORK)
+    assert rollout.failure_of(old) == rollout.Mark(DEAD, failure.WORK)
+    assert rollout.failure_of(Record(run=ME, failure="boom")) == rollout.Mark(ME, "unknown")
+    assert rollout.failure_of(Record(run=ME)) is None and rollout.failure_of(None) is None
+    seen = [run_lease(ME), run_lease(DEAD, alive=False)] + held("w1", DEAD, 0, True)
+    assert decide(seen, "w2", 1, True, records={"w1": old}).action == rollout.STOP
+
+
+def test_a_record_a_live_run_took_over_names_that_run_over_the_places_annotation():
+    # w1 failed in a gone run; a live run resumed it: its record names that run, its places
+    # still carry the gone run's annotation until that run re-takes them
+    seen = [run_lease(ME), run_lease(DEAD, alive=False), run_lease(OTHER)] + held("w1", DEAD, 0, True)
+    taken = failed_record(DEAD, failure.WORK, now_run=OTHER)
+    state = rollout.state_of(seen, ME, NOW, records={"w1": taken})
+    assert state.holders["w1"] == rollout.Holder("w1", OTHER, rollout.Mark(DEAD, failure.WORK))
+    assert decide(seen, "w2", 1, True, records={"w1": taken}).action == rollout.WAIT
+    # once that run's begin wrote its record the failure is gone: a holder like any other
+    resumed = Record(run=OTHER, phase=failure.BEGIN)
+    assert rollout.state_of(seen, ME, NOW, records={"w1": resumed}).holders["w1"].failed is None

@@ -57,6 +57,7 @@ class Watcher:
         self._thread: Optional[threading.Thread] = None
         self._notify: Optional[threading.Event] = None  # set by a MultiWatcher that waits on several
         self.resource_version = ""
+        self.applied = 0  # the events applied to ``objects`` so far (a check can tell which watch moved)
         if initial is not None:
             self._load(initial)
 
@@ -165,6 +166,7 @@ class Watcher:
         etype, obj = event
         if etype == WAKE:
             return
+        self.applied += 1
         if etype == "FAILED":
             raise obj["error"]
         if etype == "RESYNC":

@@ -31,7 +31,7 @@ PHASES = (BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END)
 HELD = ("none", "slot", "all")  # as workflows/run.py's HELD_*: which leases the run holds for the node
 
 # the wire's keys (camelCase, as the rest of the status)
-_KEYS = ("run", "phase", "reached", "held", "places", "waited", "failure", "failedPhase", "requests")
+_KEYS = ("run", "phase", "reached", "held", "places", "waited", "failure", "failedPhase", "failedRun", "requests")
 
 
 def _text(value: Any) -> str:
@@ -69,6 +69,9 @@ class Record:
     waited: float = 0.0  # seconds the begin waited for its places (a lease or the etcd guard)
     failure: str = ""  # the error, once it failed
     failed_phase: str = ""  # the phase it failed in
+    # the run it failed in: kept when a later run takes the record over (``run`` then names that
+    # one), so the rollout scheduler (rollout.py) tells a failure of a gone run from this run's
+    failed_run: str = ""
     requests: Tuple[Tuple[str, int], ...] = ()  # the API requests of the node's calls so far, by kind
 
     @property
@@ -111,13 +114,13 @@ class Record:
                    held=held if held in HELD else "none", places=_texts(raw.get("places")),
                    waited=_seconds(raw.get("waited")),
                    failure=_text(raw.get("failure")), failed_phase=_text(raw.get("failedPhase")),
-                   requests=_counts(raw.get("requests")))
+                   failed_run=_text(raw.get("failedRun")), requests=_counts(raw.get("requests")))
 
     def wire(self) -> Dict[str, Any]:
         """Every key, empty ones too: a merge patch of it leaves nothing of an older record."""
         return {"run": self.run, "phase": self.phase, "reached": list(self.reached), "held": self.held,
                 "places": list(self.places), "waited": self.waited, "failure": self.failure, "failedPhase": self.failed_phase,
-                "requests": dict(self.requests)}
+                "failedRun": self.failed_run, "requests": dict(self.requests)}
 
 
 def phase_patch(node: str, run: str, phase: str, mode_annotation: str) -> List[Dict[str, Any]]:

@@ -1,7 +1,7 @@
 """The rollout scheduler: what a node of a run may do next (docs/design.md §18).
 
-One pure rule over the run's state as the leases namespace shows it, asked before a node's
-begin takes anything and again at every change while the node waits for a place:
+One pure rule over the run's state, asked before a node's begin takes anything and again at
+every change while the node waits for a place:
 
 * ``begin``: go on (take the places, or keep the ones the node already holds).
 * ``wait``: the places it needs are held by nodes whose maintenance goes on; wait for them.
@@ -15,15 +15,16 @@ service already, and finishing returns capacity. The rule does not depend on how
 Ansible runs at once (``serial``, the strategy, ``max_fail_percentage``): the state it reads
 is the cluster's, which every node of every batch sees the same.
 
-The records it reads are annotations on leases of this collection, so a waiting node (one
-watch on the leases namespace) sees them the moment they are written:
+What it reads (docs/design.md §18.2):
 
-* ``STOPPED_AFTER`` on the run lease: ``<node>/<phase>``, the first node of the run that
-  failed, written by the failure path before it rolls back or keeps the node.
-* ``FAILED`` on every place a node kept out of service holds (slots, topology places, node
-  lease): ``<run>/<phase>``, the run it failed in. A later run that resumes the node
-  re-annotates its places with its own run (``nmo.maintenance/run``): the mark then names
-  another run than the place's, and no longer stops anyone while that run is alive.
+* the leases namespace: which nodes hold places (slots, topology places, node leases) and
+  which runs are alive; ``STOPPED_AFTER`` on the run lease, ``<node>/<phase>``, the first
+  node of the run that failed, written by the failure path before it rolls back or keeps the
+  node. The run's own record: a node rolled back, or refused before its first write, leaves
+  no record of its own to say the run stopped.
+* each holder's progress record (model/record.py, its NodeMaintenance): the run that wrote it
+  last, and once it failed, the phase and the run it failed in (``failed_run``). A later run
+  that resumes the node writes its own run there and clears the failure.
 
 ``resumes_first`` is the order of a rerun (docs/design.md §18.3): nodes holding places first,
 ``Pending`` NodeMaintenances of gone runs, which hold nothing, taken as new.
@@ -33,20 +34,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from . import leases
 from .failure import recover_command
+from .record import Record
 
 BEGIN, WAIT, STOP = "begin", "wait", "stop"
 STOPPED_AFTER = "nmo.maintenance/stopped-after"  # on the run lease: <node>/<phase>
-FAILED = "nmo.maintenance/failed"  # on a kept node's places: <run>/<phase>
 STOPPED_PLAN = "stopped"  # the plan a node gets when the scheduler says stop (model/plan.py's kind)
 
 
 @dataclass(frozen=True)
 class Mark:
-    """A ``<who>/<phase>`` mark as written on a lease."""
+    """Who failed (a node, or a run) and in which phase: the run lease's ``<node>/<phase>``."""
 
     who: str
     phase: str
@@ -64,16 +65,24 @@ class Mark:
 
 @dataclass(frozen=True)
 class Holder:
-    """A node holding places of this collection, as its leases say."""
+    """A node holding places of this collection, as its leases and its record say."""
 
     node: str
-    run: str = ""  # the run its places are annotated with now
+    run: str = ""  # the run its record names (else its places' annotation)
     failed: Optional[Mark] = None  # who=the run it failed in, phase=the phase that failed
+
+
+def failure_of(progress: Optional[Record]) -> Optional[Mark]:
+    """A record's failure as the scheduler weighs it: the run it failed in (a record written
+    before ``failedRun`` existed: the run that wrote it) and the phase."""
+    if progress is None or not progress.failed:
+        return None
+    return Mark(progress.failed_run or progress.run, progress.failed_phase or "unknown")
 
 
 @dataclass(frozen=True)
 class State:
-    """The run's state as one list of the leases namespace shows it."""
+    """The run's state: one list of the leases namespace and the holders' records."""
 
     run_id: str
     alive: FrozenSet[str] = frozenset()
@@ -106,20 +115,22 @@ def _held_by(lease: Dict[str, Any], prefix: str) -> str:
 
 
 def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
-             prefix: str = leases.SLOT_PREFIX) -> State:
-    """The scheduler's state from one list of the leases namespace, at the server's ``now``."""
+             prefix: str = leases.SLOT_PREFIX, records: Optional[Mapping[str, Record]] = None) -> State:
+    """The scheduler's state from one list of the leases namespace, at the server's ``now``,
+    and the progress records of the holders (by node; a holder without one failed nowhere)."""
     alive = frozenset(leases.alive_run_ids(list(seen), now))
     run_lease = leases.named(list(seen), leases.RUN_LEASE_PREFIX + run_id) if run_id else None
     stopped = Mark.parse(_annotations(run_lease or {}).get(STOPPED_AFTER))
-    holders: Dict[str, Holder] = {}
+    runs: Dict[str, str] = {}
     for lease in seen:
         node = _held_by(lease, prefix)
-        if not node or not leases.is_valid(lease, now):
-            continue
-        mark = Mark.parse(_annotations(lease).get(FAILED))
-        known = holders.get(node)
-        holders[node] = Holder(node, leases.run_annotation(lease) or (known.run if known else ""),
-                               mark or (known.failed if known else None))
+        if node and leases.is_valid(lease, now):
+            runs[node] = leases.run_annotation(lease) or runs.get(node, "")
+    holders: Dict[str, Holder] = {}
+    for node, places_run in runs.items():
+        progress = (records or {}).get(node)
+        holders[node] = Holder(node, (progress.run if progress is not None and progress.run else places_run),
+                               failure_of(progress))
     return State(run_id, alive, stopped, holders)
 
 
@@ -129,16 +140,28 @@ def releases(node: str) -> str:
 
 
 def kept_stops(holder: Holder, state: State) -> bool:
-    """A failed, kept holder whose places nothing in flight will release: it failed in this
-    run, or in a run that is gone and no live run has taken it since."""
-    if holder.failed is None:
+    """A failed, kept holder whose places nothing in flight will release: it failed in a run
+    that is gone and no live run has taken it since (one of this run stopped the run)."""
+    if holder.failed is None or holder.failed.who == state.run_id:
         return False
-    if holder.failed.who == state.run_id:
-        return True
     if holder.failed.who in state.alive:
         return False  # that run is alive: its failure stops it, and it may still end the node
     taken_since = holder.run and holder.run != holder.failed.who and holder.run in state.alive
     return not taken_since
+
+
+def stopped_by(state: State, blockers: Sequence[str]) -> Optional[Mark]:
+    """The failure that stopped the run: the run lease's mark, or else a blocker whose record
+    failed in this run. The failure path writes the record first, then the mark, then rolls
+    the node back: a waiter woken by the record in between is stopped the same way, never
+    left waiting for a place that is being released."""
+    if state.stopped_after is not None:
+        return state.stopped_after
+    for name in blockers:
+        holder = state.holders.get(name)
+        if holder is not None and holder.failed is not None and holder.failed.who == state.run_id:
+            return Mark(name, holder.failed.phase)
+    return None
 
 
 def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
@@ -147,8 +170,8 @@ def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
     own = state.holders.get(node)
     if own is not None and (own.run in ("", state.run_id) or own.run not in state.alive):
         return Decision(BEGIN, say=f"{node} holds its places already: it finishes its maintenance")
-    if state.stopped_after is not None:
-        after = state.stopped_after
+    after = stopped_by(state, blockers)
+    if after is not None:
         return Decision(STOP, say=f"not started: the run stopped after {after.who} failed "
                                   f"(in the {after.phase.replace('_', '-')} phase)",
                         outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
@@ -156,12 +179,11 @@ def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
         holder = state.holders.get(name)
         failed = holder.failed if holder is not None else None
         if holder is not None and failed is not None and kept_stops(holder, state):
-            where = "this run" if failed.who == state.run_id else f"run {failed.who}, which is gone"
             return Decision(
                 STOP, blocker=name,
                 say=(f"not started: it waits for a place that {name} holds, kept out of service after its "
-                     f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, {where}); nothing "
-                     f"releases it but {releases(name)}"),
+                     f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, run {failed.who}, which is "
+                     f"gone); nothing releases it but {releases(name)}"),
                 outcome=f"not started (its place is held by {name}, failed and kept)")
     if blockers:
         return Decision(WAIT, say=f"{node} waits for a place held by {', '.join(blockers)}")
@@ -189,10 +211,6 @@ def resumes_first(report: Dict[str, Any]) -> bool:
 
 def stopped_mark(node: str, phase: str) -> str:
     return Mark(node, phase).text()
-
-
-def failed_mark(run_id: str, phase: str) -> str:
-    return Mark(run_id, phase).text()
 
 
 def kept_leases(seen: List[Dict[str, Any]], node: str, prefix: str = leases.SLOT_PREFIX) -> List[Dict[str, Any]]:

@@ -20,8 +20,8 @@ CRD_PATH = paths.CRDS
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nmo.maintenance"
 # Bump when the manifest below changes, so `nmo_crd state=present` upgrades installed copies.
-SCHEMA_REVISION = "6"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods;
-# 5: progress (the node's progress record, model/record.py); 6: progress.waited
+SCHEMA_REVISION = "7"  # 3: status.migrations (KubeVirt live migrations of the drain); 4: drainBatch, skippedPods;
+# 5: progress (the node's progress record, model/record.py); 6: progress.waited; 7: progress.failedRun
 REVISION_ANNOTATION = "nmo.maintenance/schema-revision"
 NODE_NAME_IMMUTABLE = "nodeName is immutable and cannot be changed after creation"
 
@@ -86,6 +86,7 @@ def manifest() -> Dict[str, Any]:
                     "waited": {"type": "number", "description": "Seconds the begin waited for its places."},
                     "failure": {"type": "string", "description": "The error, once it failed."},
                     "failedPhase": {"type": "string", "description": "The phase it failed in."},
+                    "failedRun": {"type": "string", "description": "The run it failed in."},
                     "requests": {"type": "object", "additionalProperties": {"type": "integer"},
                                  "description": "The API requests of the node's calls, by kind."},
                 },

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 
 from ..api import paths
 from ..api.client import Client
@@ -25,8 +25,10 @@ from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
 from ..model import leases, rollout, topology_budgets, validation
 from ..model.marks import is_control_plane
+from ..model.record import Record
 from ..stores import leases as lease_store
 from ..stores import maintenance
+from ..stores import record as record_store
 from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
 from ..stores.nodes import list_nodes, read_node
 from . import etcd_guard, run
@@ -120,12 +122,27 @@ class Look:
     disrupted: List[str]
 
 
-def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: List[str]) -> None:
+def records_of(items: List[Dict[str, Any]], nodes: List[str]) -> Dict[str, Record]:
+    """The progress records (model/record.py) of ``nodes``, from NodeMaintenances as read."""
+    out: Dict[str, Record] = {}
+    for nm in items:
+        node = (nm.get("spec") or {}).get("nodeName", "")
+        found = record_store.of(nm) if node in nodes else None
+        if found is not None:
+            out[node] = found
+    return out
+
+
+def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: List[str],
+              records: Optional[Callable[[List[str]], Mapping[str, Record]]] = None) -> None:
     """Ask the rollout scheduler (model/rollout.py, docs/design.md §18) whether the node may go
-    on; RunStopped when it says stop. ``blockers``: the nodes holding the places it waits for."""
+    on; RunStopped when it says stop. ``blockers``: the nodes holding the places it waits for;
+    ``records`` gives their progress records (whether one failed and was kept), read only
+    when there are blockers."""
     if client.dry_run or not req.run_id:
         return
-    state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix)
+    found = records(blockers) if records is not None and blockers else {}
+    state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix, found)
     decision = rollout.decide(req.node, state, blockers)
     if decision.action == rollout.STOP:
         raise run.RunStopped(decision.say, outcome=decision.outcome, blocker=decision.blocker)
@@ -158,6 +175,14 @@ class Attempt:
         self._nodes: Optional[List[Dict[str, Any]]] = None
         self._nodes_at = 0.0
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
+        # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
+        self.maintenances: Optional[Callable[[], List[Dict[str, Any]]]] = None
+
+    def records(self, nodes: List[str]) -> Dict[str, Record]:
+        """The progress records of the nodes that hold the places this one waits for: from the
+        wait's watch, or one list of the NodeMaintenances (a few: the nodes in maintenance)."""
+        items = self.maintenances() if self.maintenances is not None else maintenance.list_all(self.client)
+        return records_of(items, nodes)
 
     def nodes(self) -> List[Dict[str, Any]]:
         """The nodes the budgets count (one paginated list, read again after NODES_RESYNC_SECONDS)."""
@@ -252,7 +277,8 @@ class Attempt:
         outcome = self._try(seen)
         if isinstance(outcome, Blocked) and outcome.kind in ("slot", "budget") and self.seen is not None:
             scheduled(self.client, self.req, self.seen,
-                      [h["holder"] for h in outcome.holders if h.get("holder") and not h.get("disrupted")])
+                      [h["holder"] for h in outcome.holders if h.get("holder") and not h.get("disrupted")],
+                      self.records)
         return outcome
 
     def _try(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
@@ -379,20 +405,30 @@ def _find_maintenance(client: Client, req: Request) -> Optional[Dict[str, Any]]:
 
 def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, first: Blocked,
           timeout: float) -> Acquired:
-    watched = [(lease_store.leases_path(req.namespace), {})]
-    if req.maintenance:  # the wait ends when its NodeMaintenance is deleted (recover.yml, a user)
-        watched.append((maintenance.API, {"fieldSelector": f"metadata.name={req.maintenance}"}))
+    # The NodeMaintenances, all of them (the nodes in maintenance: a few): the blockers' progress
+    # records, so a blocker's failure wakes the wait (the scheduler reads it), and this node's
+    # own, whose deletion (recover.yml, a user) ends the wait.
+    watched = [(lease_store.leases_path(req.namespace), {}), (maintenance.API, {})]
     if attempt.flavour:
         watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
-    state: Dict[str, Any] = {"blocked": first, "changes": -1, "at": time.monotonic()}
+    state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "at": time.monotonic()}
     watchers = [Watcher(client, path, query) for path, query in watched]
     multi = MultiWatcher(*watchers)
+    maintenances = watchers[1]
+    attempt.maintenances = lambda: list(maintenances.objects.values())
+
+    def blockers_failures() -> Any:
+        """What the scheduler reads of the NodeMaintenances: the blockers' failures. Another
+        node's drain progress moves them often and is no reason to look again (a request)."""
+        names = [h["holder"] for h in state["blocked"].holders if h.get("holder")]
+        return sorted((n, rollout.failure_of(r)) for n, r in attempt.records(names).items())
 
     def still_wanted() -> None:
         """A waiting module goes no further for a run that is gone or a maintenance that ended."""
         attempt.run_guard.check(lease_list=list(watchers[0].objects.values()))
         if req.maintenance:
-            nm = next(iter(watchers[1].objects.values()), None)
+            nm = next((o for o in maintenances.objects.values()
+                       if (o.get("metadata") or {}).get("name") == req.maintenance), None)
             if nm is None:
                 raise run.MaintenanceGone(f"NodeMaintenance {req.maintenance} was deleted while node {req.node} "
                                           "waited for its turn: stopped without taking a slot or a lease")
@@ -406,9 +442,11 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         resync = (attempt.flavour is not None or attempt.needs_nodes) and \
             time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
         # -1: the first check after the watch started catches what changed before it did
-        if multi.changes == state["changes"] and not lapsed and not resync:
+        moved = sum(w.applied for w in watchers if w is not maintenances)
+        failures = blockers_failures()
+        if moved == state["moved"] and failures == state["failures"] and not lapsed and not resync:
             return None
-        state.update(changes=multi.changes, at=time.monotonic())
+        state.update(moved=moved, failures=failures, at=time.monotonic())
         outcome = attempt.run()
         if isinstance(outcome, Acquired):
             return outcome

@@ -120,7 +120,7 @@ def note_begin(client: Client, nm: Dict[str, Any], opts: Options, reached: List[
     found = record_store.of(nm) or record.Record()
     now = replace(found.started(failure.BEGIN, opts.run_id), reached=tuple(reached), held=held,
                   places=places or found.places, waited=round(float(waited), 3), failure="", failed_phase="",
-                  requests=())
+                  failed_run="", requests=())
     if mark is not None:
         asked = client.requests_since(mark)
         if not client.dry_run:  # the write below, counted as the client will count it
@@ -693,7 +693,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
                               "waited": recorded_wait(progress, opts.run_id)}
     if not reached:
         if opts.run_id and not client.dry_run:
-            result["warnings"] += mark_stopped(client, opts, phase, kept=False)
+            result["warnings"] += mark_stopped(client, opts, phase)
         result["message"] = failure.message(opts.node, error, {
             **result, "reached": [], "maintenance": None, "dry_run": client.dry_run})
         return result
@@ -702,7 +702,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     recorder = events.EventRecorder(client)
     failed_record = replace(progress if progress is not None and progress.run == opts.run_id
                             else record.Record(run=opts.run_id, phase=phase, reached=tuple(reached)),
-                            failure=truncate(error, 1000), failed_phase=phase)
+                            failure=truncate(error, 1000), failed_phase=phase, failed_run=opts.run_id)
     try:
         nm = nm if nm is not None else maintenance.locate(client, opts.node, opts.name)
         try:
@@ -742,7 +742,7 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
         # the run stops before the rollback frees this node's places: a node waiting for one
         # must find the run stopped when it sees the place free, or it begins (docs/design.md §18.2)
         if opts.run_id and not client.dry_run:
-            result["warnings"] += mark_stopped(client, opts, phase, bool(result["kept"]))
+            result["warnings"] += mark_stopped(client, opts, phase)
         if undo and reached:
             undone = rollback(client, opts, reached, keep_record=True)
             result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
@@ -773,21 +773,18 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     return result
 
 
-def mark_stopped(client: Client, opts: Options, phase: str, kept: bool) -> List[str]:
-    """The records the rollout scheduler reads (model/rollout.py, docs/design.md §18), in the leases
-    namespace every waiting node watches: the run lease says the run stopped after this node
-    (the first failure only), and a node kept out of service has its places marked failed, so
-    a wait for them (this run's or a later one's) ends at once. Warnings when they cannot be
-    written: the failure itself is recorded on the NodeMaintenance already."""
+def mark_stopped(client: Client, opts: Options, phase: str) -> List[str]:
+    """The run's record the rollout scheduler reads (model/rollout.py, docs/design.md §18.2),
+    on the run lease every waiting node watches: the run stopped after this node (the first
+    failure only). A kept node's own failure is in its progress record, written before this.
+    Warnings when it cannot be written: the failure itself is recorded on the NodeMaintenance."""
     warnings: List[str] = []
     try:
         seen = lease_store.list_leases(client, opts.lease.namespace)
         run.mark_stopped(client, opts.run_id, opts.node, phase, opts.lease.namespace, seen)
-        for lease in rollout.kept_leases(seen, opts.node, opts.lease.slot_prefix) if kept else []:
-            lease_store.annotate(client, lease, rollout.FAILED, rollout.failed_mark(opts.run_id, phase))
     except NmoError as exc:
-        warnings.append(f"the run's stop could not be recorded on its leases ({exc}): nodes waiting for a place "
-                        "may wait until their lease timeout")
+        warnings.append(f"the run's stop could not be recorded on its run lease ({exc}): nodes of this run "
+                        "waiting for a place may wait until their lease timeout")
     return warnings
 
 

@@ -16,7 +16,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.errors import (
     UnprocessableEntity,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.side_lane]  # CI: beside the main suite (hack/test)
 
 
 def evict(client, ns, name):

@@ -40,7 +40,7 @@ from .maintenance_support import (
     write_inventory,
 )
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.side_lane]  # CI: beside the main suite (hack/test)
 
 API = "/apis/kubevirt.io/v1"
 SEED_VMS = ("vm-database-01", "vm-webserver-02", "vm-order-processing")

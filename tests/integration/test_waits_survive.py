@@ -34,7 +34,7 @@ from .maintenance_support import (
 )
 from .test_volumes_settle import attach, clean_volumes, detach, params
 
-pytestmark = [pytest.mark.cluster]
+pytestmark = [pytest.mark.cluster, pytest.mark.side_lane]  # CI: beside the main suite (hack/test)
 
 LAST = [{"name": "storage-last", "selector": "app=osd", "order": 10}]
 

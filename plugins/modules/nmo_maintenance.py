@@ -299,6 +299,13 @@ stopped_after:
   description: The node whose failure stopped this one (the run's first failed node, or the kept node holding its place).
   returned: state=present when stopped
   type: str
+fails_run:
+  description:
+    - Whether this node, stopped, fails the run - true when the place it waits for is held by a node kept
+      out of service by a run that is gone (nothing else in this run would fail); false when the run stopped
+      after one of its own nodes failed, which fails it.
+  returned: state=present when stopped
+  type: bool
 removed:
   description: Whether the begin removed the C(Pending) NodeMaintenance it had made, the node being stopped while it waited.
   returned: state=present when stopped

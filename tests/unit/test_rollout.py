@@ -136,8 +136,10 @@ def test_a_wait_for_a_place_held_by_a_failed_kept_node(concurrency, zone_budget,
     if expected == rollout.STOP and failed_in == ME:  # this run's failure: the run stopped
         assert decided.blocker == "w1"
         assert decided.say == "not started: the run stopped after w1 failed (in the work phase)"
+        assert not decided.fails_run, "w1 fails the run: w2 is only not started"
     elif expected == rollout.STOP:
         assert decided.blocker == "w1"
+        assert decided.fails_run, "no node of this run failed: w2, left undone, fails it"
         assert "it waits for a place that w1 holds, kept out of service after its maintenance failed" in decided.say
         assert "ansible-playbook playbooks/recover.yml -e nmo_nodes=w1" in decided.say
         assert "run again with -l w1" in decided.say

@@ -96,9 +96,14 @@ class Decision:
     say: str = ""  # the node's line, for wait and stop
     outcome: str = ""  # the node's result in the run's summary, for stop
     blocker: str = ""  # stop: the node whose failure stopped it
+    # stop: the node fails the run. Not when the run stopped after one of its own nodes failed
+    # (that node fails it); yes when a kept node of a gone run holds its place: nothing else in
+    # this run would fail, and a run that left a node undone must not end as a success
+    fails_run: bool = False
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"action": self.action, "say": self.say, "outcome": self.outcome, "blocker": self.blocker}
+        return {"action": self.action, "say": self.say, "outcome": self.outcome, "blocker": self.blocker,
+                "fails_run": self.fails_run}
 
 
 def _annotations(lease: Dict[str, Any]) -> Dict[str, str]:
@@ -180,7 +185,7 @@ def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
         failed = holder.failed if holder is not None else None
         if holder is not None and failed is not None and kept_stops(holder, state):
             return Decision(
-                STOP, blocker=name,
+                STOP, blocker=name, fails_run=True,
                 say=(f"not started: it waits for a place that {name} holds, kept out of service after its "
                      f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, run {failed.who}, which is "
                      f"gone); nothing releases it but {releases(name)}"),

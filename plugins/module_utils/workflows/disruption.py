@@ -145,7 +145,8 @@ def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: 
     state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix, found)
     decision = rollout.decide(req.node, state, blockers)
     if decision.action == rollout.STOP:
-        raise run.RunStopped(decision.say, outcome=decision.outcome, blocker=decision.blocker)
+        raise run.RunStopped(decision.say, outcome=decision.outcome, blocker=decision.blocker,
+                             fails_run=decision.fails_run)
 
 
 def _lease_holder(role: str, lease: leases.Lease) -> Dict[str, Any]:

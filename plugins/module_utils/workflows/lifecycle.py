@@ -462,7 +462,8 @@ def stopped(opts: Options, exc: NmoError, removed: bool, recorder: events.EventR
     return {"changed": removed, "node": opts.node, "state": "present", "run": opts.run_id, "reached": [],
             "maintenance": {}, "plan": rollout.STOPPED_PLAN, "say": f"{opts.node}: {exc.message}",
             "outcome": exc.details.get("outcome") or "not started", "stopped_after": exc.details.get("blocker", ""),
-            "removed": removed, "held_leases": run.HELD_NONE, "waited": 0.0, "events": recorder.recorded,
+            "fails_run": bool(exc.details.get("fails_run")), "removed": removed, "held_leases": run.HELD_NONE,
+            "waited": 0.0, "events": recorder.recorded,
             "warnings": recorder.warnings, "diff": {"before": {}, "after": {}}}
 
 

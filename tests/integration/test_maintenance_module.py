@@ -113,6 +113,13 @@ def test_blocked_begin_says_how_far_it_got_and_leaves_the_node_alone(cluster, wo
     assert maintenance_of(cluster.client, node)["status"]["phase"] == "Pending"
     assert node_clean(cluster.client, node) is None, "the node was touched without its leases"
 
+    # check mode, where the real begin would wait for the lease: it says so
+    # (a traceback once: the dry run's "would wait" answer of the lease step had no diff)
+    dry = run_module("nmo_maintenance", args(world, node, wait=True), cluster.kubeconfig, check=True)
+    assert not dry.get("failed"), dry.get("msg") or dry.get("module_stderr")
+    assert any("would wait" in w and "node-healthcheck-x" in w for w in dry.get("warnings", [])), dry
+    assert node_clean(cluster.client, node) is None, "check mode wrote"
+
 
 def test_failed_records_the_error_then_rolls_back_and_a_second_call_changes_nothing(cluster, world):
     (node,) = world.add_nodes(workers=1)

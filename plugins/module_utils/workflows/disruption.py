@@ -519,8 +519,10 @@ def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
         if not req.wait:
             raise BlockedError(outcome.message, holders=outcome.holders, etcd=verdict)
         if client.dry_run:
+            # the shape of a taken lease's answer (the begin puts its diff in its own): nothing taken
             return {**result, "changed": False, "would_wait": True, "blocked": outcome.message,
                     "holders": outcome.holders, "etcd": verdict, "acquired": [], "waited": 0.0,
+                    "diff": {"before": {"leases": {}}, "after": {"leases": {}}},
                     "warnings": [f"check mode: would wait: {outcome.message}"]}
         try:
             outcome = _wait(client, req, attempt, reporter, outcome, req.timeout)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, rollout
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, marks, rollout
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 
 NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
@@ -263,3 +263,85 @@ def test_a_record_a_live_run_took_over_names_that_run_over_the_places_annotation
     # once that run's begin wrote its record the failure is gone: a holder like any other
     resumed = Record(run=OTHER, phase=failure.BEGIN)
     assert rollout.state_of(seen, ME, NOW, records={"w1": resumed}).holders["w1"].failed is None
+
+
+# -- a domain full of nodes out of service (issue 41; docs/design.md §18.1) --------------------
+def node_obj(name: str, cordoned: bool = False, ready: bool = True, quarantined: bool = False,
+             ours: bool = False) -> Dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": ZONES.get(name, "a"),
+                                                  **({marks.QUARANTINED: "true"} if quarantined else {})},
+                         "annotations": {marks.MAINTAINED_BY: "nmo.maintenance"} if ours else {}},
+            "spec": {"unschedulable": True} if cordoned else {},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def out_of(seen: List[Dict[str, Any]], *nodes: Dict[str, Any]) -> List[rollout.OutOfService]:
+    busy = {n for n in (rollout.state_of(seen, ME, NOW).holders)}
+    return [rollout.OutOfService.of(n, n["metadata"]["name"] in busy) for n in nodes]
+
+
+ZONE_A = "budgets[0] (topology_key topology.kubernetes.io/zone, max 1 a domain), domain topology.kubernetes.io/zone=a"
+
+
+@pytest.mark.parametrize("other, releases", [
+    (node_obj("w1", cordoned=True, quarantined=True, ours=True), "ansible-playbook playbooks/recover.yml -e nmo_nodes=w1"),
+    (node_obj("w1", cordoned=True), "kubectl uncordon w1"),
+    (node_obj("w1", cordoned=True, ours=True), "run again with -l w1"),  # kept, its leases lapsed
+])
+def test_a_zone_full_of_nodes_nothing_releases_stops_at_once_and_fails_the_run(other, releases):
+    seen = [run_lease(ME)]
+    state = rollout.state_of(seen, ME, NOW)
+    decided = rollout.decide("w2", state, [], 1, out_of(seen, other), ZONE_A)
+    assert decided.action == rollout.STOP and decided.fails_run and decided.blocker == "w1"
+    assert decided.say.startswith(f"not started: {ZONE_A} allows 1 node(s) out of service at once, and 1 are out of "
+                                  "service with nothing in flight to put them back: w1 (")
+    assert releases in decided.say
+    assert decided.outcome == f"not started ({ZONE_A} is full of nodes out of service: w1)"
+
+
+def test_a_kept_node_of_a_gone_run_without_a_place_of_the_budget_stops_the_next_run():
+    # the gone run had no budget: w1 holds a slot and its node lease, no place of zone a; the
+    # next run's budget counts it against zone a (busy) and the scheduler reads why (item 3)
+    seen = [run_lease(ME), run_lease(DEAD, alive=False)] + held("w1", DEAD, 0, zone_budget=False)
+    records = {"w1": failed_record(DEAD, failure.WORK)}
+    state = rollout.state_of(seen, ME, NOW, records=records)
+    decided = rollout.decide("w2", state, [], 1, out_of(seen, node_obj("w1", cordoned=True, ours=True)), ZONE_A)
+    assert decided.action == rollout.STOP and decided.fails_run
+    assert f"w1 (kept out of service after its maintenance failed in the work phase, run {DEAD}, which is gone" \
+        in decided.say
+    # a live run took it over since: it will end it, w2 waits
+    taken = {"w1": failed_record(DEAD, failure.WORK, now_run=OTHER)}
+    live = rollout.state_of(seen + [run_lease(OTHER)], ME, NOW, records=taken)
+    assert rollout.decide("w2", live, [], 1, out_of(seen, node_obj("w1", cordoned=True, ours=True)),
+                          ZONE_A).action == rollout.WAIT
+
+
+@pytest.mark.parametrize("other", [
+    node_obj("w1", ready=False),  # NotReady, schedulable: its kubelet may come back
+    node_obj("w1", cordoned=True, ours=True),  # a live run's node between two steps (its record below)
+])
+def test_out_of_service_nodes_that_something_releases_are_waited_for(other):
+    seen = [run_lease(ME)]
+    state = rollout.state_of(seen, ME, NOW, records={"w1": Record(run=ME, phase=failure.DRAIN)})
+    decided = rollout.decide("w2", state, [], 1, out_of(seen, other), ZONE_A)
+    assert decided.action == rollout.WAIT and decided.say == "w2 waits for a place held by w1"
+
+
+def test_stuck_nodes_stop_only_when_they_alone_fill_the_limit():
+    # zone a allows 2: w1 quarantined (stuck) and w3 in maintenance (finishes): w2 waits for w3
+    seen = [run_lease(ME)] + held("w3", ME, 0, zone_budget=False)
+    state = rollout.state_of(seen, ME, NOW)
+    quarantined = node_obj("w1", cordoned=True, quarantined=True, ours=True)
+    assert rollout.decide("w2", state, ["w3"], 2, out_of(seen, quarantined), "zone a").action == rollout.WAIT
+    # a second stuck node fills it: stop, naming both
+    admin = node_obj("w4", cordoned=True)
+    decided = rollout.decide("w2", state, ["w3"], 2, out_of(seen, quarantined, admin), "zone a")
+    assert decided.action == rollout.STOP and "w1 (quarantined" in decided.say and "w4 (cordoned by someone else" \
+        in decided.say
+    # a kept holder of a gone run beside an in-flight one: the free place comes, w2 waits
+    seen = [run_lease(ME), run_lease(DEAD, alive=False)] + held("w1", DEAD, 0, False) + held("w3", ME, 1, False)
+    state = rollout.state_of(seen, ME, NOW, records={"w1": failed_record(DEAD, failure.WORK)})
+    assert rollout.decide("w2", state, ["w1", "w3"]).action == rollout.STOP  # no limit: the old rule
+    assert rollout.decide("w2", state, ["w1", "w3"], 2, (), "the slots").action == rollout.WAIT
+    assert rollout.decide("w2", state, ["w1"], 1, (), "the slots").say.startswith(
+        "not started: it waits for a place that w1 holds, kept out of service")

@@ -131,3 +131,13 @@ def test_the_role_names_its_own_variable(given: Dict[str, Any], said: str) -> No
                                                  "node_maintenance_control_plane_concurrency": {"type": "int"}}
     problems, _facts = role_inputs.check(spec, given)
     assert len(problems) == 1 and problems[0].startswith(said), problems
+
+
+def test_a_cordoned_node_counts_whoever_cordoned_it() -> None:
+    # a quarantine, a kept failure, an administrator: capacity lost all the same (issue 41)
+    pool = tb.domains(tb.parse([{"selector": "pool=gpu", "max": 1}]), {"pool": "gpu"}, "p")[0]
+    nodes = [node(f"n{i}", pool="gpu") for i in range(3)]
+    nodes[2]["spec"] = {"unschedulable": True}
+    assert tb.out_of_service(nodes[2]) and not tb.out_of_service(nodes[1])
+    assert tb.disrupted(tb.members(pool, nodes), "n0", placed=set(), busy=set()) == ["n2"]
+    assert tb.disrupted(tb.members(pool, nodes), "n2", placed=set(), busy=set()) == []  # itself: never

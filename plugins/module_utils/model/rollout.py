@@ -10,6 +10,12 @@ every change while the node waits for a place:
   kept out of service after its maintenance failed, whose run is this one or is gone:
   nothing will release that place but the command named in the line.
 
+A domain (the concurrency's slots, a topology budget's domain) may also be full of nodes that
+hold no place of it but are out of service all the same (docs/design.md §18.1): quarantined,
+kept after a failure, cordoned by an administrator. Those that nothing in flight will put back
+(``OutOfService.stuck``) are weighed with the kept holders: when they alone fill the domain's
+limit, a wait could only end with a lease lapse, so the node stops at once and names them.
+
 A node already past its begin (it holds places of its own) always goes on: it is out of
 service already, and finishing returns capacity. The rule does not depend on how many nodes
 Ansible runs at once (``serial``, the strategy, ``max_fail_percentage``): the state it reads
@@ -38,6 +44,7 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
 from . import leases
 from .failure import recover_command
+from .marks import MAINTAINED_BY, QUARANTINED, is_ready
 from .record import Record
 
 BEGIN, WAIT, STOP = "begin", "wait", "stop"
@@ -81,6 +88,26 @@ def failure_of(progress: Optional[Record]) -> Optional[Mark]:
 
 
 @dataclass(frozen=True)
+class OutOfService:
+    """A node of a full domain that is out of service without a place of that domain, as the
+    node list shows it (model/topology_budgets.py ``disrupted``)."""
+
+    node: str
+    cordoned: bool = False  # spec.unschedulable, whoever set it
+    ready: bool = True
+    quarantined: bool = False  # marks.QUARANTINED: only recover.yml lifts it
+    ours: bool = False  # it carries our begin's marks (marks.MAINTAINED_BY)
+    busy: bool = False  # it holds a valid lease of ours (a slot, a place, its node lease)
+
+    @classmethod
+    def of(cls, node: Dict[str, Any], busy: bool) -> OutOfService:
+        meta = node.get("metadata") or {}
+        return cls(meta.get("name", ""), bool((node.get("spec") or {}).get("unschedulable")), is_ready(node),
+                   (meta.get("labels") or {}).get(QUARANTINED) == "true",
+                   MAINTAINED_BY in (meta.get("annotations") or {}), busy)
+
+
+@dataclass(frozen=True)
 class State:
     """The run's state: one list of the leases namespace and the holders' records."""
 
@@ -88,6 +115,7 @@ class State:
     alive: FrozenSet[str] = frozenset()
     stopped_after: Optional[Mark] = None  # who=the node that failed first in this run
     holders: Dict[str, Holder] = field(default_factory=dict)  # by node
+    records: Dict[str, Record] = field(default_factory=dict)  # the progress records read, by node
 
 
 @dataclass(frozen=True)
@@ -136,7 +164,7 @@ def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
         progress = (records or {}).get(node)
         holders[node] = Holder(node, (progress.run if progress is not None and progress.run else places_run),
                                failure_of(progress))
-    return State(run_id, alive, stopped, holders)
+    return State(run_id, alive, stopped, holders, dict(records or {}))
 
 
 def releases(node: str) -> str:
@@ -169,9 +197,67 @@ def stopped_by(state: State, blockers: Sequence[str]) -> Optional[Mark]:
     return None
 
 
-def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
+def stuck(out: OutOfService, state: State) -> str:
+    """Why nothing in flight will put ``out`` back in service ('' when something will): the
+    words of the node's line, what it is and what releases it."""
+    holder = state.holders.get(out.node)
+    if holder is not None:  # it holds leases of ours: a node in maintenance, released when it ends
+        failed = holder.failed
+        if failed is not None and kept_stops(holder, state):
+            return (f"{out.node} (kept out of service after its maintenance failed in the "
+                    f"{failed.phase.replace('_', '-')} phase, run {failed.who}, which is gone: {releases(out.node)})")
+        return ""
+    if out.quarantined:
+        return f"{out.node} (quarantined: only {recover_command(out.node)} lifts it)"
+    if not out.cordoned:
+        return ""  # NotReady and schedulable: its kubelet may come back by itself
+    progress = state.records.get(out.node)
+    if out.ours:
+        if progress is not None and progress.run in state.alive and not progress.failed:
+            return ""  # a live run's node between two of its steps
+        return (f"{out.node} (cordoned by a maintenance that holds no lease any more: {releases(out.node)})")
+    return f"{out.node} (cordoned by someone else, not by this collection: kubectl uncordon {out.node})"
+
+
+def kept_stop(name: str, holder: Holder) -> Decision:
+    """The stop of a node whose place a failed, kept node of a gone run holds."""
+    failed = holder.failed or Mark("", "unknown")
+    return Decision(
+        STOP, blocker=name, fails_run=True,
+        say=(f"not started: it waits for a place that {name} holds, kept out of service after its "
+             f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, run {failed.who}, which is "
+             f"gone); nothing releases it but {releases(name)}"),
+        outcome=f"not started (its place is held by {name}, failed and kept)")
+
+
+def full_of_stuck(state: State, blockers: Sequence[str], limit: Optional[int],
+                  out: Sequence[OutOfService], domain: str) -> Optional[Decision]:
+    """STOP when the nodes of a full domain that nothing in flight releases fill its limit
+    alone (without a limit: any kept holder, the slots' rule before budgets counted nodes out
+    of service); None while a wait can end (a holder finishes, a place lapses with its run)."""
+    kept = [name for name in blockers if (h := state.holders.get(name)) is not None
+            and h.failed is not None and kept_stops(h, state)]
+    named = {o.node: text for o in out if o.node not in blockers and (text := stuck(o, state))}
+    if (limit is None and kept) or (limit is not None and kept and not named and len(kept) >= limit):
+        return kept_stop(kept[0], state.holders[kept[0]])
+    if limit is None or not named or len(kept) + len(named) < limit:
+        return None
+    texts = [stuck(OutOfService(name, busy=True), state) for name in kept] + list(named.values())
+    who = kept + list(named)
+    where = domain or "its places"
+    return Decision(
+        STOP, blocker=who[0], fails_run=True,
+        say=(f"not started: {where} allows {limit} node(s) out of service at once, and {len(who)} are out of "
+             f"service with nothing in flight to put them back: {'; '.join(texts)}"),
+        outcome=f"not started ({where} is full of nodes out of service: {', '.join(who)})")
+
+
+def decide(node: str, state: State, blockers: Sequence[str] = (), limit: Optional[int] = None,
+           out: Sequence[OutOfService] = (), domain: str = "") -> Decision:
     """What ``node`` may do next. ``blockers``: the nodes holding the places it waits for
-    (empty before the begin's first look, or when nothing blocks it)."""
+    (empty before the begin's first look, or when nothing blocks it); ``limit``, ``out`` and
+    ``domain``: the full domain's limit, its nodes out of service without a place of it, and
+    its description, for the stop when those that nothing releases fill it."""
     own = state.holders.get(node)
     if own is not None and (own.run in ("", state.run_id) or own.run not in state.alive):
         return Decision(BEGIN, say=f"{node} holds its places already: it finishes its maintenance")
@@ -180,18 +266,12 @@ def decide(node: str, state: State, blockers: Sequence[str] = ()) -> Decision:
         return Decision(STOP, say=f"not started: the run stopped after {after.who} failed "
                                   f"(in the {after.phase.replace('_', '-')} phase)",
                         outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
-    for name in blockers:
-        holder = state.holders.get(name)
-        failed = holder.failed if holder is not None else None
-        if holder is not None and failed is not None and kept_stops(holder, state):
-            return Decision(
-                STOP, blocker=name, fails_run=True,
-                say=(f"not started: it waits for a place that {name} holds, kept out of service after its "
-                     f"maintenance failed (in the {failed.phase.replace('_', '-')} phase, run {failed.who}, which is "
-                     f"gone); nothing releases it but {releases(name)}"),
-                outcome=f"not started (its place is held by {name}, failed and kept)")
-    if blockers:
-        return Decision(WAIT, say=f"{node} waits for a place held by {', '.join(blockers)}")
+    full = full_of_stuck(state, blockers, limit, out, domain)
+    if full is not None:
+        return full
+    if blockers or out:
+        waits = list(blockers) + [o.node for o in out if o.node not in blockers]
+        return Decision(WAIT, say=f"{node} waits for a place held by {', '.join(waits)}")
     return Decision(BEGIN)
 
 

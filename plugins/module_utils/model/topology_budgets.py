@@ -17,9 +17,10 @@ it): ``<prefix>-<slug>-<hash>``, the slug readable, the hash telling apart what 
 cannot (a label value is not always a valid name). The control plane's is ``<prefix>-control-plane``.
 
 The limit of a domain: ``max``, or ``ceil(nodes in the domain x N / 100)``; Karpenter's
-arithmetic, where a node already disrupted counts: a node of the domain that is NotReady, holds
-a maintenance slot or place of ours (any run, any budget), or (operator mode) has a
-NodeMaintenance, and holds no place of this family, takes one of the limit's places (the lowest
+arithmetic, where a node already disrupted counts: a node of the domain that is NotReady or
+cordoned (by anyone: a quarantine, a failure kept, an administrator), holds a maintenance slot
+or place of ours (any run, any budget), or (operator mode) has a NodeMaintenance, and holds no
+place of this family, takes one of the limit's places (the lowest
 indexes stay free for it: a node takes an index below ``limit - disrupted``).
 
 Pure: the budgets as given come in, the families, limits and names go out.
@@ -209,16 +210,23 @@ def limit(domain: Domain, total: int) -> int:
     return max(1, math.ceil(total * budget.percent / 100))
 
 
+def out_of_service(node: Dict[str, Any]) -> bool:
+    """Whether a node gives its domain no capacity, whoever made it so: NotReady, or cordoned
+    (``spec.unschedulable``: a maintenance, a quarantine, a failure kept, an administrator's
+    cordon). The capacity a budget promises the domain's workloads is lost either way."""
+    return bool((node.get("spec") or {}).get("unschedulable")) or not is_ready(node)
+
+
 def disrupted(domain_nodes: Iterable[Dict[str, Any]], node: str, placed: Set[str], busy: Set[str]) -> List[str]:
-    """The other nodes of the domain already disrupted without a place of its family: NotReady,
-    or in ``busy`` (holding a slot or place of ours, or NMO maintaining them). ``placed``:
-    the holders of the family's valid places."""
+    """The other nodes of the domain already disrupted without a place of its family: out of
+    service (NotReady or cordoned, by anyone), or in ``busy`` (holding a slot or place of ours,
+    or NMO maintaining them). ``placed``: the holders of the family's valid places."""
     out = []
     for n in domain_nodes:
         name = n.get("metadata", {}).get("name", "")
         if name == node or name in placed:
             continue
-        if name in busy or not is_ready(n):
+        if name in busy or out_of_service(n):
             out.append(name)
     return sorted(out)
 

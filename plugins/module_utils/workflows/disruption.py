@@ -15,9 +15,9 @@ lease and the node's slots, each only when held by us.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union
 
 from ..api import paths
 from ..api.client import Client
@@ -103,6 +103,11 @@ class Blocked:
     never: bool = False
     due: Optional[datetime] = None  # when the earliest blocking lease lapses
     verdict: Optional[etcd_guard.Verdict] = None
+    # slot and budget: the full domain's limit and description, and its nodes out of service
+    # without a place of it, for the scheduler's stop when nothing in flight releases them
+    limit: Optional[int] = None
+    domain: str = ""
+    out: List[rollout.OutOfService] = field(default_factory=list)
 
 
 @dataclass
@@ -134,16 +139,23 @@ def records_of(items: List[Dict[str, Any]], nodes: List[str]) -> Dict[str, Recor
 
 
 def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: List[str],
-              records: Optional[Callable[[List[str]], Mapping[str, Record]]] = None) -> None:
+              records: Optional[Callable[[List[str]], Mapping[str, Record]]] = None,
+              blocked: Optional[Blocked] = None) -> None:
     """Ask the rollout scheduler (model/rollout.py, docs/design.md §18) whether the node may go
     on; RunStopped when it says stop. ``blockers``: the nodes holding the places it waits for;
-    ``records`` gives their progress records (whether one failed and was kept), read only
-    when there are blockers."""
-    if client.dry_run or not req.run_id:
+    ``blocked``: the full domain as looked at (its limit and its nodes out of service without a
+    place); ``records`` gives their progress records (whether one failed and was kept), read
+    only when there are any. Check mode asks too: it tells what the run would do."""
+    if not req.run_id:
         return
-    found = records(blockers) if records is not None and blockers else {}
+    out = blocked.out if blocked is not None else []
+    asked = blockers + [o.node for o in out if o.node not in blockers]
+    found = records(asked) if records is not None and asked else {}
     state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix, found)
-    decision = rollout.decide(req.node, state, blockers)
+    if client.dry_run:  # check mode: its run writes no run lease, yet is the run the rule asks for
+        state = replace(state, alive=state.alive | {req.run_id})
+    decision = rollout.decide(req.node, state, blockers, blocked.limit if blocked is not None else None, out,
+                              blocked.domain if blocked is not None else "")
     if decision.action == rollout.STOP:
         raise run.RunStopped(decision.say, outcome=decision.outcome, blocker=decision.blocker,
                              fails_run=decision.fails_run)
@@ -175,6 +187,7 @@ class Attempt:
         self.foreign: List[str] = []  # operator mode: the nodes NMO maintains for someone else
         self._nodes: Optional[List[Dict[str, Any]]] = None
         self._nodes_at = 0.0
+        self._busy: Set[str] = set()  # the nodes holding leases of ours at the last look
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
         # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
         self.maintenances: Optional[Callable[[], List[Dict[str, Any]]]] = None
@@ -199,13 +212,18 @@ class Attempt:
         req = self.req
         now = self.client.server_now()
         alive = leases.alive_run_ids(seen, now)
-        nodes = self.nodes() if self.needs_nodes else []
         busy = {leases.holder(lease) for lease in seen if leases.is_valid(lease, now)
                 and (lease.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component")
                 == leases.SLOT_LABELS["app.kubernetes.io/component"]}
         busy |= {other for lease in seen if (other := leases.node_of_lease_name(lease["metadata"]["name"]))
                  and leases.is_valid(lease, now)}
         busy |= set(self.foreign)
+        if self._busy - busy:
+            # a node let its places go since the nodes were read: it may stay out of service
+            # without them (a quarantine, a failure kept), which only a new read of it shows
+            self._nodes = None
+        self._busy = busy
+        nodes = self.nodes() if self.needs_nodes else []
         looks = []
         for domain in self.domains:
             family = leases.slots_of(seen, domain.family)
@@ -219,7 +237,11 @@ class Attempt:
                 disrupted = topology_budgets.disrupted(of_domain, req.node, placed, busy)
             plan = leases.plan_slot(family, req.node, domain.family, limit, now, req.run_id, alive, len(disrupted))
             if plan.blocked:
-                return self.budget_blocked(Look(domain, limit, disrupted), plan.blockers)
+                blocked = self.budget_blocked(Look(domain, limit, disrupted), plan.blockers)
+                by_name = {n["metadata"]["name"]: n for n in nodes}
+                blocked.out = [rollout.OutOfService.of(by_name[name], name in busy) for name in disrupted
+                               if name in by_name]
+                return blocked
             looks.append(Look(domain, limit, disrupted))
         return looks
 
@@ -230,13 +252,14 @@ class Attempt:
         message = (f"{BLOCKED_PREFIX} {look.domain.describe()}: {len(blockers)} of {look.limit} place(s) are held: "
                    f"{names}.")
         if look.disrupted:
-            message += (f" {len(look.disrupted)} node(s) of it are already disrupted (NotReady or in maintenance) "
-                        f"and count against it: {', '.join(look.disrupted)}.")
+            message += (f" {len(look.disrupted)} node(s) of it are already out of service (NotReady, cordoned or "
+                        f"in maintenance) and count against it: {', '.join(look.disrupted)}.")
         holders = [{**_lease_holder("budget", s), "budget": look.domain.describe(),
                     "run": leases.run_annotation(s)} for s in blockers]
         holders += [{"kind": "budget", "budget": look.domain.describe(), "holder": name, "disrupted": True}
                     for name in look.disrupted]
-        return Blocked("budget", message, BLOCKED, message, holders, due=_earliest(blockers))
+        return Blocked("budget", message, BLOCKED, message, holders, due=_earliest(blockers), limit=look.limit,
+                       domain=look.domain.describe())
 
     def take_places(self, looks: List[Look]) -> Union[Blocked, List[leases.Outcome]]:
         """A place in each domain, in the looks' order; Blocked (what was taken given back) at
@@ -279,7 +302,7 @@ class Attempt:
         if isinstance(outcome, Blocked) and outcome.kind in ("slot", "budget") and self.seen is not None:
             scheduled(self.client, self.req, self.seen,
                       [h["holder"] for h in outcome.holders if h.get("holder") and not h.get("disrupted")],
-                      self.records)
+                      self.records, outcome)
         return outcome
 
     def _try(self, seen: Optional[List[leases.Lease]] = None) -> Union[Blocked, Acquired]:
@@ -312,7 +335,8 @@ class Attempt:
             names = ", ".join(f"{leases.holder(s) or 'unknown'} ({s['metadata']['name']})" for s in others)
             message = (f"{BLOCKED_PREFIX} {len(others)} of {req.concurrency} maintenance slot(s) are held: {names}.")
             return Blocked("slot", message, BLOCKED, message, [_lease_holder("slot", s) for s in others],
-                           due=_earliest(others))
+                           due=_earliest(others), limit=req.concurrency,
+                           domain=f"the maintenance slots (concurrency {req.concurrency})")
         newly = slot.action in (leases.CREATE, leases.TAKE_OVER)
         if self.flavour and newly and req.concurrency > 1 and not self.client.dry_run:
             verdict = self.guard(slot.after)  # another control-plane node may have passed the guard with us

@@ -252,7 +252,7 @@ class Attempt:
         message = (f"{BLOCKED_PREFIX} {look.domain.describe()}: {len(blockers)} of {look.limit} place(s) are held: "
                    f"{names}.")
         if look.disrupted:
-            message += (f" {len(look.disrupted)} node(s) of it are already out of service (NotReady, cordoned or "
+            message += (f" {len(look.disrupted)} node(s) of it are already disrupted (NotReady, cordoned or "
                         f"in maintenance) and count against it: {', '.join(look.disrupted)}.")
         holders = [{**_lease_holder("budget", s), "budget": look.domain.describe(),
                     "run": leases.run_annotation(s)} for s in blockers]

@@ -349,6 +349,7 @@ class Explorer:
             time.sleep(0.2)  # a poll of the marker files and the processes; no state depends on its length
         for run_id, proc in runs:
             result.runs.append((run_id, self.finish(proc, out, run_id), run_id in killed))
+            self._ended[run_id] = time.time()  # a create after this is a later run's (the recovery's)
 
     def finish(self, proc: Run, out: Path, run_id: str) -> int:
         try:
@@ -443,8 +444,9 @@ class Explorer:
                     creates.append((when.timestamp(), ref.get("name", "")))
         node_of = {nm_name(node): node for node in names}
         for run_id, stopped in rec.stopped_at.items():
-            late = [node_of[name] for when, name in creates
-                    if when > stopped + 0.5 and name in node_of and self._slice_of.get(node_of[name]) == run_id]
+            ended = self._ended.get(run_id, float("inf"))
+            late = [node_of[name] for when, name in creates if stopped + 0.5 < when < ended
+                    and name in node_of and self._slice_of.get(node_of[name]) == run_id]
             if late:
                 found.append(f"stop: run {run_id} created {', '.join(late)} after its stop mark")
         return found
@@ -504,6 +506,7 @@ class Explorer:
         out = Path(tempfile.mkdtemp(prefix=f"chaos-{s.seed}-", dir=self.workdir))
         world, names, zone_of = self.build(s)
         self._names, self._world_id = names, world.id
+        self._ended: Dict[str, float] = {}  # the first round's runs: when each ended
         self._slice_of = {n: f"{world.id}r1s{0 if s.slices == 1 else names.index(n) % 2}" for n in names}
         admin = {names[s.admin_cordon]} if s.admin_cordon is not None else set()
         inventory = write_inventory(world, out)
@@ -552,6 +555,10 @@ BREAKS = {
                                 "    return bool((node.get(\"spec\") or {}).get(\"unschedulable\")) or not is_ready(node)",
                                 "    return not is_ready(node)")],
 }
+
+
+# the seed each broken variant is checked with (hack/chaos --self-check and tests/chaos/test_chaos.py)
+SELF_CHECK_SEEDS = {"stop-mark": 11, "budgets-ignored": 12, "quarantine-not-counted": 13}
 
 
 def broken_copy(variant: str, where: Path) -> str:

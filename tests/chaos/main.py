@@ -17,14 +17,12 @@ import tempfile
 from pathlib import Path
 from typing import List
 
-from explorer import BREAKS, Explorer, Outcome, as_json, broken_copy, draw, faults_by_kind, line, replay_command
+from explorer import BREAKS, SELF_CHECK_SEEDS, Explorer, Outcome, as_json, broken_copy, draw, faults_by_kind, line, replay_command
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from conftest import Cluster, _cluster_env  # noqa: E402
-
-SELF_CHECK_SEEDS = {"stop-mark": 11, "budgets-ignored": 12, "quarantine-not-counted": 13}
 
 
 def report(outcome: Outcome, variant: str = "") -> None:

@@ -1,0 +1,38 @@
+"""The cluster-level explorer in CI (tests/chaos/explorer.py; docs/reliability.md).
+
+A fixed list of seeds, chosen for what they cover (named beside each), runs in CI's side lane
+on its cluster of its own; any violation fails the test with the explorer's lines, the replay
+command and where the audit log excerpt is. The self-check runs one schedule against each
+deliberately broken copy of the rules and must see a violation for each: an explorer that cannot
+fail proves nothing. ``hack/chaos --schedules 200`` is the soak, run by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .explorer import BREAKS, SELF_CHECK_SEEDS, Explorer, as_json, broken_copy, draw, line, replay_command
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.side_lane]
+
+# seed: what its schedule draws (hack/chaos --seed S prints it whole)
+SEEDS = {
+    3: "two slices, zone budget 1, skip, two blocked nodes, the work hook fails (policy keep)",
+    5: "concurrency 4, zone budget 1, quarantine, an administrator's cordon",
+}
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_a_drawn_schedule_keeps_every_invariant(cluster, tmp_path: Path, seed: int) -> None:
+    outcome = Explorer(cluster, tmp_path).explore(draw(seed))
+    assert not outcome.violations, "\n".join([line(outcome), *outcome.violations, as_json(outcome),
+                                              f"replay: {replay_command(seed)}", f"kept: {outcome.log}"])
+
+
+@pytest.mark.parametrize("variant", sorted(BREAKS))
+def test_the_explorer_catches_a_broken_rule(cluster, tmp_path: Path, variant: str) -> None:
+    copy = broken_copy(variant, tmp_path / "copy")
+    outcome = Explorer(cluster, tmp_path, copy).explore(draw(SELF_CHECK_SEEDS[variant], variant))
+    assert outcome.violations, f"the explorer missed the broken rule {variant}: {line(outcome, variant)}"

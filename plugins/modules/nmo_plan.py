@@ -71,14 +71,24 @@ options:
       - With O(nodes), the order RV(order) gives them in. V(inventory), as given. V(zone), one
         topology domain (the node label O(order_key)) after the other, the domains sorted by
         name and the nodes without the label last, each domain in the order given. V(oldest),
-        the same domains, each oldest node first (C(creationTimestamp)).
+        the same domains, each oldest node first (C(creationTimestamp)). V(interleave), one node
+        of each domain in turn (the unlabelled ones as one more domain, last in each round), so
+        that a batch spreads over the domains of a per-domain budget. V(auto), V(interleave) by
+        the first of O(budgets) with a C(topology_key) (that key), else V(inventory).
     type: str
-    choices: [inventory, zone, oldest]
+    choices: [inventory, zone, oldest, interleave, auto]
     default: inventory
   order_key:
     description: The node label whose values are the topology domains of O(order).
     type: str
     default: topology.kubernetes.io/zone
+  budgets:
+    description:
+      - The run's topology budgets, as the role's C(node_maintenance_budgets) gives them; read only
+        by O(order=auto).
+    type: list
+    elements: raw
+    default: []
 """
 
 EXAMPLES = r"""
@@ -152,6 +162,16 @@ domains:
   type: list
   elements: str
   sample: [zone-a, zone-b]
+order_used:
+  description: With O(nodes), the order taken (O(order), or what V(auto) chose).
+  returned: with nodes
+  type: str
+  sample: interleave
+order_key_used:
+  description: With O(nodes), the node label whose values are the domains of RV(order_used).
+  returned: with nodes
+  type: str
+  sample: topology.kubernetes.io/zone
 missing:
   description: The names of O(nodes) that no node of the cluster has.
   returned: with nodes
@@ -202,17 +222,18 @@ def core(client, params):
             report = describe(client, params["node"], label_key=params["label_key"], events_limit=0)[0]
         # planned_at: when the node's turn began (the summary's seconds count from it)
         return {"changed": False, **entry(plan_of(params["node"], report), report), "planned_at": now.timestamp()}
-    keep = (params["order_key"],) if params["order"] != ordering.INVENTORY else ()
+    order_used, key = ordering.resolve(params["order"], params["order_key"], params["budgets"])
+    keep = (key,) if order_used != ordering.INVENTORY else ()
     reports = describe(client, label_key=params["label_key"], events_limit=0, only=params["nodes"], keep_labels=keep)
     by_name = {r["node"]: r for r in reports}
     plans = {name: entry(plan_of(name, by_name.get(name, {})), by_name.get(name, {}))
              for name in params["nodes"]}
     labels = {r["node"]: r.get("labels") or {} for r in reports}
     created = {r["node"]: r.get("created") or "" for r in reports}
-    order = ordering.ordered(params["nodes"], labels, created, params["order"], params["order_key"])
-    domains = ordering.domains(order, labels, params["order_key"]) if keep else []
+    order = ordering.ordered(params["nodes"], labels, created, order_used, key)
+    domains = ordering.domains(order, labels, key) if keep else []
     return {"changed": False, "plans": plans, "missing": missing(params["nodes"], reports), "order": order,
-            "domains": domains}
+            "domains": domains, "order_used": order_used, "order_key_used": key}
 
 
 ARGUMENT_SPEC = {
@@ -225,6 +246,7 @@ ARGUMENT_SPEC = {
     "label_key": {"type": "str", "default": EXCLUDE_FROM_REMEDIATION, "no_log": False},
     "order": {"type": "str", "choices": list(ordering.ORDERS), "default": ordering.INVENTORY},
     "order_key": {"type": "str", "default": ordering.ZONE_KEY, "no_log": False},
+    "budgets": {"type": "list", "elements": "raw", "default": []},
 }
 
 

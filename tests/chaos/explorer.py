@@ -557,7 +557,7 @@ BREAKS = {
 }
 
 
-# the seed each broken variant is checked with (hack/chaos --self-check and tests/chaos/test_chaos.py)
+# each broken variant's seed (hack/chaos --self-check and tests/chaos/test_chaos.py)
 SELF_CHECK_SEEDS = {"stop-mark": 11, "budgets-ignored": 12, "quarantine-not-counted": 13}
 
 

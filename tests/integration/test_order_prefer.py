@@ -135,7 +135,8 @@ def test_an_unknown_order_and_a_non_boolean_prefer_are_refused_before_any_write(
     r = run("maintenance.yml", inventory, cluster.kubeconfig, args=["-l", "workers"],
             extra_vars={"node_maintenance_order": "random", "node_maintenance_prefer_no_schedule": "maybe"})
     assert r.proc.returncode != 0
-    assert "node_maintenance_order: 'random' is not an order; give one of inventory, zone, oldest" in r.output
+    assert "node_maintenance_order: 'random' is not an order; give one of inventory, zone, oldest, interleave, auto" \
+        in r.output
     assert "node_maintenance_prefer_no_schedule: 'maybe' is not a boolean: give true or false" in r.output
     assert r.task(START) == [], "the run never started: no run lease written"
     assert waiting_on(world) == {} and not any(in_maintenance(world.node(n)) for n in world.nodes)

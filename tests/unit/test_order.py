@@ -26,6 +26,25 @@ def test_oldest_takes_the_same_domains_oldest_first_in_each():
     assert order.ordered(NAMES, LABELS, CREATED, order.OLDEST) == ["w5", "w2", "w4", "w1", "w3"]
 
 
+def test_interleave_takes_one_node_of_each_domain_in_turn_unlabelled_last():
+    assert order.ordered(NAMES, LABELS, CREATED, order.INTERLEAVE) == ["w2", "w1", "w3", "w5", "w4"]
+    # 4 zones of 10, as inventory lists them (a zone's nodes together): a batch of 8 gets 2 a zone
+    names = [f"{z}{i}" for z in "abcd" for i in range(10)]
+    labels = {n: {ZONE: n[0]} for n in names}
+    first = order.ordered(names, labels, {}, order.INTERLEAVE)[:8]
+    assert sorted(n[0] for n in first) == list("aabbccdd")
+    assert sorted(order.ordered(names, labels, {}, order.INTERLEAVE)) == sorted(names)
+
+
+def test_auto_interleaves_by_the_first_topology_budget_else_keeps_the_inventory():
+    zone_budget = [{"selector": "pool=gpu", "max": 1}, {"topology_key": "rack", "max": 2}]
+    assert order.resolve(order.AUTO, ZONE, zone_budget) == (order.INTERLEAVE, "rack")
+    assert order.resolve(order.AUTO, ZONE, [{"selector": "pool=gpu", "max": 1}]) == (order.INVENTORY, ZONE)
+    assert order.resolve(order.AUTO, ZONE, None) == (order.INVENTORY, ZONE)
+    assert order.resolve(order.ZONE, ZONE, zone_budget) == (order.ZONE, ZONE), "a chosen order is kept"
+    assert order.ordered(NAMES, LABELS, CREATED, order.AUTO) == NAMES
+
+
 def test_another_key_and_unknown_nodes():
     labels = {"w1": {"rack": "r2"}, "w2": {"rack": "r1"}}
     assert order.ordered(["w1", "gone", "w2"], labels, {}, order.ZONE, "rack") == ["w2", "w1", "gone"]
@@ -40,7 +59,8 @@ def test_a_bad_order_or_key_is_refused(how, key):
 def test_the_roles_inputs_refuse_an_unknown_order_and_a_non_boolean_prefer():
     problems, _messages = role_inputs.check({}, {"node_maintenance_order": "random",
                                                  "node_maintenance_prefer_no_schedule": "maybe"})
-    assert problems == ["node_maintenance_order: 'random' is not an order; give one of inventory, zone, oldest",
+    assert problems == ["node_maintenance_order: 'random' is not an order; give one of inventory, zone, oldest, "
+                        "interleave, auto",
                         "node_maintenance_prefer_no_schedule: 'maybe' is not a boolean: give true or false"]
     assert role_inputs.check({}, {"node_maintenance_order": "zone",
                                   "node_maintenance_prefer_no_schedule": "true"})[0] == []

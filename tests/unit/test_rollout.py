@@ -345,3 +345,18 @@ def test_stuck_nodes_stop_only_when_they_alone_fill_the_limit():
     assert rollout.decide("w2", state, ["w1", "w3"], 2, (), "the slots").action == rollout.WAIT
     assert rollout.decide("w2", state, ["w1"], 1, (), "the slots").say.startswith(
         "not started: it waits for a place that w1 holds, kept out of service")
+
+
+# -- Ansible's workers (issue 41, item 1) --------------------------------------------------------------
+@pytest.mark.parametrize("concurrency, forks, refused", [
+    (1, 5, False), (5, 5, False), (8, 5, True), (8, 8, False), (6, 2, True), ("8", "5", True),
+    (8, 0, False), (8, None, False), ("x", 5, False),  # forks unknown, or a concurrency the role refuses itself
+])
+def test_a_concurrency_above_the_forks_is_refused(concurrency, forks, refused):
+    said = rollout.forks_refusal(concurrency, forks)
+    assert bool(said) is refused
+    if refused:
+        want = int(concurrency)
+        assert said.startswith(f"node_maintenance_concurrency {want} needs at least {want} Ansible forks, and this "
+                               f"run has {int(forks)}")
+        assert f"-f {want}" in said and f"ANSIBLE_FORKS={want}" in said and said.endswith("Nothing was written")

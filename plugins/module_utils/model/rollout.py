@@ -275,6 +275,29 @@ def decide(node: str, state: State, blockers: Sequence[str] = (), limit: Optiona
     return Decision(BEGIN)
 
 
+# -- Ansible's workers ------------------------------------------------------------------------
+def forks_refusal(concurrency: Any, forks: Any) -> str:
+    """Why a run cannot go at ``concurrency`` with Ansible's ``forks`` ('' when it can).
+
+    The maintenance playbook runs a batch of ``concurrency`` nodes with the free strategy, one
+    Ansible worker a host at a time, and a batch gets ``min(forks, concurrency)`` workers. A
+    begin that waits for a place (a budget, the control plane's, another run's slots) keeps
+    its worker; the node holding that place needs a worker for its next task. With fewer
+    workers than nodes in the batch, every worker can be a waiting begin: nothing moves until
+    the waits time out. So the run refuses such a concurrency before it writes anything.
+    ``forks`` unknown (0, None: an ansible-core that does not say) refuses nothing."""
+    try:
+        want, have = int(concurrency), int(forks or 0)
+    except (TypeError, ValueError):
+        return ""
+    if have <= 0 or want <= have:
+        return ""
+    return (f"node_maintenance_concurrency {want} needs at least {want} Ansible forks, and this run has {have}: "
+            f"a node waiting for a place would hold the worker that the node holding it needs, and the batch "
+            f"would stand still. Run with -f {want} (--forks {want}) or ANSIBLE_FORKS={want} (forks = {want} in "
+            f"ansible.cfg; under AWX, the job template's forks), or a lower concurrency. Nothing was written")
+
+
 # -- a rerun's order --------------------------------------------------------------------------
 def holds_places(report: Dict[str, Any]) -> bool:
     """Whether a node's report (workflows/info.describe) shows a lease of ours it holds."""

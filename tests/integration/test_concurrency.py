@@ -1,0 +1,63 @@
+"""Concurrency, forks, budgets and order (issue 41, items 1 and 5; design §3.6, §18).
+
+A concurrency above Ansible's forks is refused before any write.
+
+40 workers in 4 zones, concurrency 8, a zone budget of 2 and the default 5 forks stood still:
+every Ansible worker was a begin waiting for a place whose holder needed a worker to go on.
+Smaller here: 4 workers of one zone, a budget of 1, concurrency 6 with the default forks, and
+concurrency 3 with -f 2: each run ends at once with the message naming the forks it needs, and
+nothing is written (no run lease, no NodeMaintenance, no lease, no cordon).
+
+With a zone budget the default order interleaves the zones, so a batch uses every zone's
+place: the inventory lists zone a's nodes, then zone b's; at concurrency 2 and one node a zone,
+both nodes of the first batch are out at once (in the inventory's order the batch was zone a's
+two nodes, one of which waited).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .blocked_support import errors
+from .maintenance_support import AuditLog, NodeRecorder, Run, wait_clean, write_inventory
+from .rollout_support import ZONE, by, finished
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+@pytest.mark.parametrize("concurrency, args, forks", [(6, [], 5), (3, ["-f", "2"], 2)])
+def test_a_concurrency_above_the_forks_is_refused_before_any_write(cluster, world, user, tmp_path, concurrency,
+                                                                    args, forks):
+    world.add_nodes(workers=4, labels={ZONE: f"{world.id}-a"})
+    inventory = write_inventory(world, tmp_path)
+    audit = AuditLog(cluster)
+    proc = Run("maintenance.yml", inventory, user.kubeconfig, args=args, env={"ANSIBLE_FORKS": ""}, extra_vars={
+        "node_maintenance_run_id": f"f{world.id}", "node_maintenance_concurrency": concurrency,
+        "node_maintenance_budgets": [{"topology_key": ZONE, "max": 1}], "node_maintenance_lease_timeout": 600,
+        "node_maintenance_report_dir": str(tmp_path / "report")})
+    code = finished(proc, 120)
+    output = proc.output
+    assert code == 2, errors(output)
+    assert (f"node_maintenance_concurrency {concurrency} needs at least {concurrency} Ansible forks, and this run "
+            f"has {forks}") in output, errors(output)
+    assert f"-f {concurrency}" in output and f"ANSIBLE_FORKS={concurrency}" in output
+    writes = [e for e in by(audit.settled().entries(), user) if e["verb"] in ("create", "update", "patch", "delete")]
+    assert writes == [], writes
+
+
+@pytest.mark.parametrize("order, together", [(None, 2), ("inventory", 1)])
+def test_the_default_order_interleaves_a_budgets_zones(cluster, world, user, tmp_path, order, together):
+    a1, a2 = world.add_nodes(workers=2, labels={ZONE: f"{world.id}-a"})
+    b1, b2 = world.add_nodes(workers=2, labels={ZONE: f"{world.id}-b"})
+    inventory = write_inventory(world, tmp_path)
+    chosen = {"node_maintenance_order": order} if order else {}
+    with NodeRecorder(cluster.client, world) as seen:
+        proc = Run("maintenance.yml", inventory, user.kubeconfig, extra_vars={
+            "node_maintenance_run_id": f"o{world.id}", "node_maintenance_concurrency": 2,
+            "node_maintenance_budgets": [{"topology_key": ZONE, "max": 1}], "node_maintenance_lease_timeout": 120,
+            "node_maintenance_report_dir": str(tmp_path / "report"), **chosen})
+        assert finished(proc, 300) == 0, errors(proc.output)
+    wait_clean(cluster.client, [a1, a2, b1, b2])
+    assert seen.most_at_once == together, seen.history
+    if order is None:  # interleaved: a1 and b1 first (the first batch), then a2 and b2
+        assert set(seen.order[:2]) == {a1, b1}, seen.order

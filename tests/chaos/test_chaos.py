@@ -19,8 +19,10 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.side_lane]
 
 # seed: what its schedule draws (hack/chaos --seed S prints it whole)
 SEEDS = {
-    3: "two slices, zone budget 1, skip, two blocked nodes, the work hook fails (policy keep)",
-    5: "concurrency 4, zone budget 1, quarantine, an administrator's cordon",
+    100: "concurrency 2, zone budget 1, quarantine (bound 1), two blocked nodes, an administrator's cordon",
+    101: "concurrency 3, one zone, budget 1, skip, ansible-playbook SIGKILLed after 2 nodes reached a hook",
+    102: "two slices at once, zone budget 1, the work hook fails (policy keep), an API server restart",
+    113: "concurrency 4, zone budget 1, stop, two blocked nodes, the before-drain hook fails (policy keep)",
 }
 
 

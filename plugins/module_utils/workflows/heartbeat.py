@@ -41,7 +41,7 @@ from ..errors import NmoError
 from ..model import leases, renewal
 from ..stores import leases as lease_store
 from ..stores import maintenance
-from . import heartbeat_note, notify, run, silences, waiting
+from . import heartbeat_note, leftovers, notify, run, silences, waiting
 
 
 def due(lease: leases.Lease, now: Any, left: Optional[float] = None) -> bool:
@@ -122,19 +122,21 @@ class Watches:
 def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str = leases.LEASE_NAMESPACE,
          duration: int = run.RUN_LEASE_DURATION, every: float = run.RENEW_EVERY,
          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-         watches: Optional[Watches] = None) -> str:
+         watches: Optional[Watches] = None, workers: Optional[leftovers.Workers] = None) -> str:
     """Beat until the anchor dies or the run lease is gone; returns why it stopped."""
-    why = _loop(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches)
+    why = _loop(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, workers)
     if watches:
         watches.finish(run_id, why)
     return why
 
 
 def _loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
-          every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches]) -> str:
+          every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches],
+          workers: Optional[leftovers.Workers] = None) -> str:
     trouble = Trouble(run_id)
     try:
-        return _beats(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, trouble)
+        return _beats(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, trouble,
+                      workers)
     finally:
         trouble.over()
 
@@ -183,10 +185,18 @@ def tell_maintenances(client: Client, run_id: str, message: str) -> int:
 
 def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
            every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches],
-           trouble: Trouble) -> str:
+           trouble: Trouble, workers: Optional[leftovers.Workers] = None) -> str:
     next_beat = clock()
     while True:
+        if workers is not None and anchor_alive():
+            workers.look()  # the workers of this moment, remembered: they outlive a killed anchor
         if not anchor_alive():
+            if workers is not None:  # docs/design.md §6.4: a killed run's hooks never outlive it
+                ended = workers.end()
+                if ended:
+                    tell_maintenances(client, run_id, f"run {run_id}: ansible-playbook is gone; what it left "
+                                      f"running on the controller was ended ({len(ended)} process(es): "
+                                      f"{', '.join(str(p) for p in ended[:10])})")
             try:  # the run's waiting taints (docs/design.md §3.7): a failed or interrupted run ends here
                 if waiting.noted(client, run_id, namespace):
                     waiting.clear(client, run_id)
@@ -251,7 +261,7 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
             loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration,
-                 watches=Watches(alertmanager, notify_params))
+                 watches=Watches(alertmanager, notify_params), workers=leftovers.Workers(anchor_pid))
     except BaseException:  # pylint: disable=broad-except
         pass
     os._exit(0)

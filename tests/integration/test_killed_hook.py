@@ -1,0 +1,91 @@
+"""A killed run's hook never overlaps the rerun's (issue 41, item 7; docs/design.md §6.4).
+
+ansible-playbook is SIGKILLed (it alone, as `kill -9 <pid>` does) while a node's work hook runs a
+long command on the controller. Before, the worker running the hook lived on (adopted by init)
+and finished the flash while the rerun ran the same hook again. Now the run's heartbeat ends
+what the killed run left running within seconds, says so in the NodeMaintenance, and the rerun's
+hook runs alone. The hook writes a start and an end line with its shell's PID; it works until the
+test writes the release file (a bounded loop: no sleep synchronises the test).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from topology import wait_for
+
+from .blocked_support import errors
+from .maintenance_support import Run, maintenance_of, wait_clean, wait_run_gone, write_inventory
+from .rollout_support import finished, write_hook
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+FLASH = """\
+- name: Tell the test this node is in its work hook
+  ansible.builtin.copy:
+    dest: "{{ test_dir }}/{{ inventory_hostname }}.work"
+    content: "x"
+    mode: "0644"
+- name: The firmware flash, until the test releases it (at most 2 minutes)
+  ansible.builtin.shell: |
+    echo "start $$" >> {{ test_dir }}/flash.log
+    n=0
+    while [ ! -f {{ test_dir }}/release ] && [ $n -lt 600 ]; do sleep 0.2; n=$((n + 1)); done
+    echo "end $$" >> {{ test_dir }}/flash.log
+  changed_when: true
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def flashes(tmp_path) -> list:
+    path = tmp_path / "flash.log"
+    return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, world, user, tmp_path):
+    node = world.add_nodes(workers=1)[0]
+    inventory = write_inventory(world, tmp_path)
+    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", FLASH)], "test_dir": str(tmp_path),
+             "node_maintenance_lease_timeout": 120}
+    killed = f"k{world.id}"
+    proc = Run("maintenance.yml", inventory, user.kubeconfig,
+               extra_vars={"node_maintenance_run_id": killed, **hooks})
+    try:
+        wait_for(lambda: proc.proc.poll() is not None or any(f[0] == "start" for f in flashes(tmp_path)), 180,
+                 "the flash to start")
+        assert proc.proc.poll() is None, errors(proc.output)
+        first = int(flashes(tmp_path)[0][1])
+        os.kill(proc.proc.pid, signal.SIGKILL)  # ansible-playbook alone: its workers are left as they are
+        proc.wait(30)
+
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
+        proc.close()
+    # the heartbeat ends what the killed run left running, and says so on the NodeMaintenance
+    wait_for(lambda: not alive(first), 30, f"the killed run's flash (PID {first}) to be ended")
+    told = f"run {killed}: ansible-playbook is gone; what it left running on the controller was ended"
+    wait_for(lambda: told in ((maintenance_of(cluster.client, node) or {}).get("status") or {}).get("lastError", ""),
+             30, "the NodeMaintenance to say so")
+    assert ["end", str(first)] not in flashes(tmp_path)
+    wait_run_gone(cluster.client, killed)
+
+    (tmp_path / "release").touch()
+    again = Run("maintenance.yml", inventory, user.kubeconfig,
+                extra_vars={"node_maintenance_run_id": f"r{world.id}", **hooks})
+    assert finished(again, 300) == 0, errors(again.output)
+    wait_clean(cluster.client, [node])
+    lines = flashes(tmp_path)
+    second = int(lines[1][1])
+    assert lines == [["start", str(first)], ["start", str(second)], ["end", str(second)]], lines

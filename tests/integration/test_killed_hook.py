@@ -23,11 +23,6 @@ from .rollout_support import finished, write_hook
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 FLASH = """\
-- name: Tell the test this node is in its work hook
-  ansible.builtin.copy:
-    dest: "{{ test_dir }}/{{ inventory_hostname }}.work"
-    content: "x"
-    mode: "0644"
 - name: The firmware flash, until the test releases it (at most 2 minutes)
   ansible.builtin.shell: |
     echo "start $$" >> {{ test_dir }}/flash.log

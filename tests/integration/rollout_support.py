@@ -73,6 +73,9 @@ def playbook(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency
                extra_vars={
         "node_maintenance_run_id": run_id, "node_maintenance_concurrency": concurrency,
         "node_maintenance_budgets": budgets, "node_maintenance_lease_timeout": LEASE_TIMEOUT,
+        # the cases are written in the inventory's order (zone a's nodes first); with a zone budget
+        # the default order (auto) would interleave the zones (test_concurrency.py tests that)
+        "node_maintenance_order": "inventory",
         "node_maintenance_report_dir": str(tmp_path / run_id), "test_dir": str(tmp_path), **more})
 
 

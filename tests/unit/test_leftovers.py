@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from topology import wait_for
@@ -191,3 +192,29 @@ def test_a_run_whose_heartbeat_was_killed_too_is_said_elsewhere_only_for_another
     (said,) = leftovers.elsewhere(lapsed, ["a", "b"])
     assert said.startswith("run a is gone without its heartbeat (its run lease lapsed): its controller was awx-ee-7")
     assert leftovers.elsewhere(lapsed, ["b"]) == []
+
+
+def test_the_next_runs_start_never_touches_a_live_run_or_another_clusters(own_records: Path) -> None:
+    """settle_gone's guards, before any request: a record of another API server is not looked at
+    (its run lease is not in this cluster), and one whose ansible-playbook lives is a live run."""
+    sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        me = [os.getpid(), int(run.process_start(os.getpid()) or 0)]
+        worker = [[sleeper.pid, int(run.process_start(sleeper.pid) or 0)]]
+        dead_anchor = [2 ** 22 + 1, 1]  # above any PID here: gone
+        for name, server, anchor in (("other-cluster", "https://elsewhere:6443", dead_anchor),
+                                     ("live-run", "https://here:6443", me)):
+            leftovers.write_record({"run": name, "server": server, "host": "h", "boot": leftovers.boot_id(),
+                                    "anchor": anchor, "cmdline": "", "workers": worker, "noted": 0, "ended": None})
+        here = SimpleNamespace(host="https://here:6443")
+        assert leftovers.settle_gone(here, "mine", alive=lambda run_id: False) == []
+        assert alive(sleeper.pid)
+        assert sorted(d["run"] for d in leftovers.read_records()) == ["live-run", "other-cluster"]
+        # a record of another boot holds nothing alive: removed, nothing signalled
+        leftovers.write_record({"run": "old-boot", "server": "https://here:6443", "boot": "another", "anchor": me,
+                                "workers": worker})
+        leftovers.settle_gone(here, "mine", alive=lambda run_id: False)
+        assert "old-boot" not in [d["run"] for d in leftovers.read_records()] and alive(sleeper.pid)
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -277,7 +277,7 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         client.retry = replace(client.retry, budget=renewal.BEAT_RETRY_BUDGET)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
-            tracker = leftovers.Tracker(run_id, anchor_pid, started)
+            tracker = leftovers.Tracker(run_id, anchor_pid, started, client.host)
             loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration,
                  watches=Watches(alertmanager, notify_params), tracker=tracker)
     except BaseException:  # pylint: disable=broad-except

@@ -168,9 +168,9 @@ def remove_record(run_id: str) -> None:
 class Tracker:
     """The heartbeat's notes of ``ansible-playbook``'s workers (``note`` every second)."""
 
-    def __init__(self, run_id: str, anchor_pid: int, anchor_start: Optional[str]) -> None:
+    def __init__(self, run_id: str, anchor_pid: int, anchor_start: Optional[str], server: str = "") -> None:
         self.doc: Dict[str, Any] = {
-            "run": run_id, "host": socket.gethostname(), "boot": boot_id(),
+            "run": run_id, "server": server, "host": socket.gethostname(), "boot": boot_id(),
             "anchor": [anchor_pid, int(anchor_start or 0)], "cmdline": cmdline_of(anchor_pid),
             "workers": [], "noted": ticks_now(), "ended": None}
         write_record(self.doc)
@@ -307,10 +307,12 @@ def tell(client: Client, run_id: str, message: str) -> int:
 # -- the next run's start ------------------------------------------------------------------------
 def settle_gone(client: Client, my_run: str, namespace: str = leases.LEASE_NAMESPACE,
                 alive: Optional[Callable[[str], bool]] = None) -> List[str]:
-    """At a run's start, before any node: for every record of another run of this user that is
-    gone (its run lease deleted or lapsed), end what it left on this controller when its heartbeat
-    could not (killed too), and say what was ended, by whom. Records of another boot hold nothing
-    alive and are removed. One sentence per gone run that left something."""
+    """At a run's start, before any node: for every record of another run of this user against
+    the same API server that is gone (its ansible-playbook gone, and its run lease deleted or
+    lapsed), end what it left on this controller when its heartbeat could not (killed too), and
+    say what was ended, by whom. Records of another boot hold nothing alive and are removed; a
+    run against another cluster is never looked at (its run lease is not in this one). One
+    sentence per gone run that left something."""
     said: List[str] = []
     this_boot = boot_id()
     for doc in read_records():
@@ -320,6 +322,11 @@ def settle_gone(client: Client, my_run: str, namespace: str = leases.LEASE_NAMES
         if doc.get("boot") != this_boot:
             remove_record(run_id)
             continue
+        if doc.get("server") != client.host:
+            continue
+        anchor = read_proc(int((doc.get("anchor") or [0])[0]))
+        if anchor is not None and anchor.start == int(doc["anchor"][1]) and anchor.state not in ("Z", "X"):
+            continue  # its ansible-playbook lives: a live run, whatever its lease says now
         try:
             is_alive = alive(run_id) if alive is not None else leases.is_valid(
                 run.read_lease(client, run_id, namespace), client.server_now())

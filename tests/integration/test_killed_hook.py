@@ -17,7 +17,16 @@ import pytest
 from topology import wait_for
 
 from .blocked_support import errors
-from .maintenance_support import Run, maintenance_of, wait_clean, wait_run_gone, write_inventory
+from .maintenance_support import (
+    LEASES,
+    Run,
+    events_of,
+    maintenance_of,
+    nm_name,
+    wait_clean,
+    wait_run_gone,
+    write_inventory,
+)
 from .rollout_support import finished, write_hook
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
@@ -75,6 +84,9 @@ def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, wor
              30, "the NodeMaintenance to say so")
     assert ["end", str(first)] not in flashes(tmp_path)
     wait_run_gone(cluster.client, killed)
+    # ... and in an event of the node's story, naming the flash's shell
+    (event,) = events_of(cluster.client, nm_name(node), "LeftoverEnded")
+    assert event["type"] == "Warning" and f"PID {first} (/bin/sh -c" in event["message"], event["message"]
 
     (tmp_path / "release").touch()
     again = Run("maintenance.yml", inventory, user.kubeconfig,
@@ -84,3 +96,54 @@ def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, wor
     lines = flashes(tmp_path)
     second = int(lines[1][1])
     assert lines == [["start", str(first)], ["start", str(second)], ["end", str(second)]], lines
+    # the rerun says, at its start, what the killed run left and who ended it
+    said = " ".join(again.output.split())  # a warning is wrapped to the terminal's width
+    assert f"{told} (" in said and "by its heartbeat (SIGTERM) before the run was released" in said, said[-3000:]
+
+
+START = "Run | Start this run (id, run lease, heartbeat on the controller)"
+
+
+def test_a_killed_runs_hook_whose_heartbeat_was_killed_too_is_ended_by_the_reruns_start(cluster, world, user,
+                                                                                         tmp_path):
+    """ansible-playbook and its heartbeat both SIGKILLed (each leads a session of its own, and so
+    does the worker in the hook): nothing of the killed run ends the flash. The rerun's start, on the
+    same controller, ends it before any node of the rerun, and says so."""
+    node = world.add_nodes(workers=1)[0]
+    inventory = write_inventory(world, tmp_path)
+    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", FLASH)], "test_dir": str(tmp_path),
+             "node_maintenance_lease_timeout": 120}
+    killed = f"kh{world.id}"
+    proc = Run("maintenance.yml", inventory, user.kubeconfig,
+               extra_vars={"node_maintenance_run_id": killed, **hooks})
+    try:
+        wait_for(lambda: proc.proc.poll() is not None or any(f[0] == "start" for f in flashes(tmp_path)), 180,
+                 "the flash to start")
+        assert proc.proc.poll() is None, errors(proc.output)
+        first = int(flashes(tmp_path)[0][1])
+        os.kill(proc.last(START)["result"]["heartbeat_pid"], signal.SIGKILL)
+        os.kill(proc.proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
+        proc.close()
+    assert alive(first), "the flash ended with ansible-playbook and its heartbeat"
+    # its run lease would lapse within a minute (nobody deletes it now): gone at once
+    cluster.client.delete(f"{LEASES}/nmo-run-{killed}")
+
+    again = Run("maintenance.yml", inventory, user.kubeconfig,
+                extra_vars={"node_maintenance_run_id": f"rh{world.id}", **hooks})
+    try:
+        wait_for(lambda: again.proc.poll() is not None or len(flashes(tmp_path)) >= 2, 180, "the rerun's flash")
+        (tmp_path / "release").touch()  # every flash still running may end now
+    finally:
+        assert finished(again, 300) == 0, errors(again.output)
+    wait_clean(cluster.client, [node])
+    lines = flashes(tmp_path)
+    second = int(lines[1][1])
+    assert lines == [["start", str(first)], ["start", str(second)], ["end", str(second)]], lines
+    assert not alive(first)
+    said = " ".join(again.output.split())
+    assert (f"run {killed}: ansible-playbook is gone; what it left running on the controller was ended" in said
+            and "by this run's start (the run's heartbeat was gone too)" in said), said[-3000:]

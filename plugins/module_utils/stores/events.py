@@ -34,6 +34,7 @@ DRAIN = "Drain"
 ETCD_BLOCKED = "EtcdQuorumNotMaintained"
 RESUME_MAINTENANCE = "ResumeMaintenance"
 KEPT_AS_FOUND = "KeptAsFound"
+LEFTOVER_ENDED = "LeftoverEnded"
 
 REASONS: Dict[str, tuple] = {
     BEGIN_MAINTENANCE: ("Normal", "Begin a node maintenance"),
@@ -51,6 +52,7 @@ REASONS: Dict[str, tuple] = {
     ETCD_BLOCKED: ("Warning", "etcd quorum is not maintained"),
     RESUME_MAINTENANCE: ("Normal", "Resumed a node maintenance left by a run that is gone"),
     KEPT_AS_FOUND: ("Normal", "Left what the node had before the maintenance began"),
+    LEFTOVER_ENDED: ("Warning", "Ended the processes a killed run left on its controller"),
 }
 
 

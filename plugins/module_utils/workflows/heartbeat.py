@@ -122,9 +122,11 @@ class Watches:
 def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str = leases.LEASE_NAMESPACE,
          duration: int = run.RUN_LEASE_DURATION, every: float = run.RENEW_EVERY,
          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
-         watches: Optional[Watches] = None, workers: Optional[leftovers.Workers] = None) -> str:
-    """Beat until the anchor dies or the run lease is gone; returns why it stopped."""
-    why = _loop(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, workers)
+         watches: Optional[Watches] = None, tracker: Optional[leftovers.Tracker] = None) -> str:
+    """Beat until the anchor dies or the run lease is gone; returns why it stopped. With a
+    ``tracker``, the anchor's workers are noted every second, and what they left when the
+    anchor died is ended before the run lease is deleted (workflows/leftovers.py)."""
+    why = _loop(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, tracker)
     if watches:
         watches.finish(run_id, why)
     return why
@@ -132,11 +134,11 @@ def loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespac
 
 def _loop(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
           every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches],
-          workers: Optional[leftovers.Workers] = None) -> str:
+          tracker: Optional[leftovers.Tracker] = None) -> str:
     trouble = Trouble(run_id)
     try:
         return _beats(client, run_id, anchor_alive, namespace, duration, every, sleep, clock, watches, trouble,
-                      workers)
+                      tracker)
     finally:
         trouble.over()
 
@@ -185,18 +187,14 @@ def tell_maintenances(client: Client, run_id: str, message: str) -> int:
 
 def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namespace: str, duration: int,
            every: float, sleep: Callable[[float], None], clock: Callable[[], float], watches: Optional[Watches],
-           trouble: Trouble, workers: Optional[leftovers.Workers] = None) -> str:
+           trouble: Trouble, tracker: Optional[leftovers.Tracker] = None) -> str:
     next_beat = clock()
     while True:
-        if workers is not None and anchor_alive():
-            workers.look()  # the workers of this moment, remembered: they outlive a killed anchor
         if not anchor_alive():
-            if workers is not None:  # docs/design.md §6.4: a killed run's hooks never outlive it
-                ended = workers.end()
-                if ended:
-                    tell_maintenances(client, run_id, f"run {run_id}: ansible-playbook is gone; what it left "
-                                      f"running on the controller was ended ({len(ended)} process(es): "
-                                      f"{', '.join(str(p) for p in ended[:10])})")
+            # docs/design.md §6.2: a SIGKILLed ansible-playbook leaves its workers running (each
+            # leads a session of its own); what they run is ended before the run is released, so
+            # no rerun's hook overlaps a hook of this run
+            _ended(tracker, client)
             try:  # the run's waiting taints (docs/design.md §3.7): a failed or interrupted run ends here
                 if waiting.noted(client, run_id, namespace):
                     waiting.clear(client, run_id)
@@ -207,6 +205,7 @@ def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namesp
             except NmoError:
                 pass  # the lease lapses by itself
             return "controller gone"
+        _noted(tracker)
         if clock() >= next_beat:
             worked = False
             try:
@@ -224,6 +223,24 @@ def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namesp
                 except NmoError:
                     pass  # the NodeMaintenances could not be listed: the next beat lists them again
         sleep(1.0)
+
+
+def _noted(tracker: Optional[leftovers.Tracker]) -> None:
+    if tracker is None:
+        return
+    try:
+        tracker.note()
+    except Exception:  # pylint: disable=broad-except
+        pass  # /proc unreadable for a moment: noted at the next second
+
+
+def _ended(tracker: Optional[leftovers.Tracker], client: Client) -> None:
+    if tracker is None:
+        return
+    try:
+        tracker.controller_gone(client)
+    except Exception:  # pylint: disable=broad-except
+        pass  # the next run's start on this controller ends what is left (leftovers.settle_gone)
 
 
 def anchor_check(pid: int, started: Optional[str]) -> Callable[[], bool]:
@@ -260,8 +277,9 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         client.retry = replace(client.retry, budget=renewal.BEAT_RETRY_BUDGET)
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
+            tracker = leftovers.Tracker(run_id, anchor_pid, started, client.host)
             loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration,
-                 watches=Watches(alertmanager, notify_params), workers=leftovers.Workers(anchor_pid))
+                 watches=Watches(alertmanager, notify_params), tracker=tracker)
     except BaseException:  # pylint: disable=broad-except
         pass
     os._exit(0)

@@ -36,6 +36,9 @@ from . import heartbeat_note
 
 RUN_ANNOTATION = leases.RUN_ANNOTATION
 CONTROLLER_ANNOTATION = "nmo.maintenance/controller"
+# The boot of the controller's host (/proc/sys/kernel/random/boot_id): with the host name, the
+# next run knows whether a gone run's controller was its own machine (leftovers.settle_gone)
+BOOT_ANNOTATION = "nmo.maintenance/controller-boot"
 # who does the node work in this run (standalone | operator), decided once by the start: the
 # modules of the run read it here, so the playbook carries only the run id between plays
 MODE_ANNOTATION = "nmo.maintenance/mode"
@@ -237,7 +240,8 @@ def note_node_conditions(client: Client, lease: Optional[leases.Lease], supporte
 
 
 def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,
-          duration: int = RUN_LEASE_DURATION, mode: str = "", crd_checked: bool = False) -> leases.Lease:
+          duration: int = RUN_LEASE_DURATION, mode: str = "", crd_checked: bool = False,
+          boot: str = "") -> leases.Lease:
     """Create (or take back after a lapse) the run lease; refused when another live process holds the id."""
     validate_id(run_id)
     name = lease_name(run_id)
@@ -257,6 +261,8 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
             body["metadata"]["annotations"][MODE_ANNOTATION] = mode
         if crd_checked:
             body["metadata"]["annotations"][CRD_ANNOTATION] = "true"
+        if boot:
+            body["metadata"]["annotations"][BOOT_ANNOTATION] = boot
         try:
             return lease_store.write(client, body, current)
         except Conflict:

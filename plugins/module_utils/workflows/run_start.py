@@ -11,7 +11,7 @@ from ..model import leases, renewal
 from ..model import notify as notify_model
 from ..stores import crd
 from ..stores import leases as lease_store
-from . import heartbeat, operator, run, silences
+from . import heartbeat, leftovers, operator, run, silences
 
 MAX_RUN_LEASE_DURATION = 3600
 
@@ -52,8 +52,17 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         return result
     lease_store.ensure_namespace(client)
     # the run leases of runs that are gone (docs/design.md §5.3): nobody else removes them
-    result["removed_run_leases"] = run.remove_gone(client)
-    run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")))
+    seen = lease_store.list_leases(client, leases.LEASE_NAMESPACE)
+    result["removed_run_leases"] = run.remove_gone(client, seen=seen)
+    # docs/design.md §6.2: what a killed run left running on this controller is ended before
+    # any node of this run (its heartbeat did it, or it was killed too and it is done here)
+    left = leftovers.settle_gone(client, run_id)
+    left += leftovers.elsewhere(seen, [name[len(run.RUN_LEASE_PREFIX):] for name in result["removed_run_leases"]])
+    if left:
+        result["gone_runs_left"] = left
+        result.setdefault("warnings", []).extend(left)
+    run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")),
+              boot=leftovers.boot_id())
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration, alertmanager, notify_params)
     result["changed"] = True

@@ -57,26 +57,37 @@ def flashes(tmp_path) -> list:
     return [line.split() for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, world, user, tmp_path):
-    node = world.add_nodes(workers=1)[0]
-    inventory = write_inventory(world, tmp_path)
-    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", FLASH)], "test_dir": str(tmp_path),
-             "node_maintenance_lease_timeout": 120}
-    killed = f"k{world.id}"
-    proc = Run("maintenance.yml", inventory, user.kubeconfig,
-               extra_vars={"node_maintenance_run_id": killed, **hooks})
+def flash_and_kill(user, inventory, tmp_path, run_id, hooks, heartbeat_too=False) -> int:
+    """Run the playbook until the flash starts, then SIGKILL ansible-playbook alone (and its
+    heartbeat first when asked): its workers are left as they are. The flash's shell PID."""
+    proc = Run("maintenance.yml", inventory, user.kubeconfig, extra_vars={"node_maintenance_run_id": run_id, **hooks})
     try:
         wait_for(lambda: proc.proc.poll() is not None or any(f[0] == "start" for f in flashes(tmp_path)), 180,
                  "the flash to start")
         assert proc.proc.poll() is None, errors(proc.output)
         first = int(flashes(tmp_path)[0][1])
-        os.kill(proc.proc.pid, signal.SIGKILL)  # ansible-playbook alone: its workers are left as they are
+        if heartbeat_too:
+            os.kill(proc.last(START)["result"]["heartbeat_pid"], signal.SIGKILL)
+        os.kill(proc.proc.pid, signal.SIGKILL)
         proc.wait(30)
-
     finally:
         if proc.proc.poll() is None:
             proc.kill()
         proc.close()
+    return first
+
+
+def world_with_flash(world, tmp_path):
+    node = world.add_nodes(workers=1)[0]
+    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", FLASH)], "test_dir": str(tmp_path),
+             "node_maintenance_lease_timeout": 120}
+    return node, write_inventory(world, tmp_path), hooks
+
+
+def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, world, user, tmp_path):
+    node, inventory, hooks = world_with_flash(world, tmp_path)
+    killed = f"k{world.id}"
+    first = flash_and_kill(user, inventory, tmp_path, killed, hooks)
     # the heartbeat ends what the killed run left running, and says so on the NodeMaintenance
     wait_for(lambda: not alive(first), 30, f"the killed run's flash (PID {first}) to be ended")
     told = f"run {killed}: ansible-playbook is gone; what it left running on the controller was ended"
@@ -109,25 +120,9 @@ def test_a_killed_runs_hook_whose_heartbeat_was_killed_too_is_ended_by_the_rerun
     """ansible-playbook and its heartbeat both SIGKILLed (each leads a session of its own, and so
     does the worker in the hook): nothing of the killed run ends the flash. The rerun's start, on the
     same controller, ends it before any node of the rerun, and says so."""
-    node = world.add_nodes(workers=1)[0]
-    inventory = write_inventory(world, tmp_path)
-    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", FLASH)], "test_dir": str(tmp_path),
-             "node_maintenance_lease_timeout": 120}
+    node, inventory, hooks = world_with_flash(world, tmp_path)
     killed = f"kh{world.id}"
-    proc = Run("maintenance.yml", inventory, user.kubeconfig,
-               extra_vars={"node_maintenance_run_id": killed, **hooks})
-    try:
-        wait_for(lambda: proc.proc.poll() is not None or any(f[0] == "start" for f in flashes(tmp_path)), 180,
-                 "the flash to start")
-        assert proc.proc.poll() is None, errors(proc.output)
-        first = int(flashes(tmp_path)[0][1])
-        os.kill(proc.last(START)["result"]["heartbeat_pid"], signal.SIGKILL)
-        os.kill(proc.proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    finally:
-        if proc.proc.poll() is None:
-            proc.kill()
-        proc.close()
+    first = flash_and_kill(user, inventory, tmp_path, killed, hooks, heartbeat_too=True)
     assert alive(first), "the flash ended with ansible-playbook and its heartbeat"
     # its run lease would lapse within a minute (nobody deletes it now): gone at once
     cluster.client.delete(f"{LEASES}/nmo-run-{killed}")

@@ -51,7 +51,7 @@ def parse_stat(text: str, cmdline: str = "") -> Optional[Proc]:
     head, sep, rest = text.rpartition(")")
     if not sep or "(" not in head:
         return None
-    pid_text, _, comm = head.partition("(")
+    pid_text, _open, comm = head.partition("(")
     fields = rest.split()
     try:
         # after the command: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt

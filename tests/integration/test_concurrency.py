@@ -26,8 +26,8 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("concurrency, args, forks", [(6, [], 5), (3, ["-f", "2"], 2)])
-def test_a_concurrency_above_the_forks_is_refused_before_any_write(cluster, world, user, tmp_path, concurrency,
-                                                                    args, forks):
+def test_a_concurrency_above_the_forks_is_refused_before_any_write(
+        cluster, world, user, tmp_path, concurrency, args, forks):
     world.add_nodes(workers=4, labels={ZONE: f"{world.id}-a"})
     inventory = write_inventory(world, tmp_path)
     audit = AuditLog(cluster)

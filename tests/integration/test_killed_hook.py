@@ -115,8 +115,8 @@ def test_a_killed_runs_hook_is_ended_before_the_rerun_runs_it_again(cluster, wor
 START = "Run | Start this run (id, run lease, heartbeat on the controller)"
 
 
-def test_a_killed_runs_hook_whose_heartbeat_was_killed_too_is_ended_by_the_reruns_start(cluster, world, user,
-                                                                                         tmp_path):
+def test_a_killed_runs_hook_whose_heartbeat_was_killed_too_is_ended_by_the_reruns_start(
+        cluster, world, user, tmp_path):
     """ansible-playbook and its heartbeat both SIGKILLed (each leads a session of its own, and so
     does the worker in the hook): nothing of the killed run ends the flash. The rerun's start, on the
     same controller, ends it before any node of the rerun, and says so."""

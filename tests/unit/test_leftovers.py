@@ -63,8 +63,8 @@ def pids(procs):
 
 def test_stat_is_parsed_whatever_the_command_name_holds() -> None:
     parsed = model.parse_stat(stat(42, "a) (b", "S", 1, 40, 41, 777))
-    assert parsed is not None and (parsed.pid, parsed.ppid, parsed.pgrp, parsed.sid, parsed.start) == (42, 1, 40, 41,
-                                                                                                        777)
+    assert parsed is not None
+    assert (parsed.pid, parsed.ppid, parsed.pgrp, parsed.sid, parsed.start) == (42, 1, 40, 41, 777)
     assert parsed.comm == "a) (b"
     assert model.parse_stat("garbage") is None and model.parse_stat("1 (x) S 1") is None
 

@@ -347,7 +347,6 @@ def settle_gone(client: Client, my_run: str, namespace: str = leases.LEASE_NAMES
     return said
 
 
-
 def elsewhere(seen: Sequence[leases.Lease], lapsed: Sequence[str]) -> List[str]:
     """The runs whose run lease lapsed (``lapsed``: its heartbeat never deleted it, so it died
     too, or the controller's host) on another machine than this one: what they left running

@@ -105,6 +105,27 @@ def test_a_worker_forked_after_the_last_note_is_found_by_its_command_line() -> N
     assert model.late_workers(TABLE, anchor, "", 0) == []
 
 
+def test_the_next_run_of_the_same_command_is_no_late_worker() -> None:
+    # 600: a new ansible-playbook of the very same command, started by the same shell 7 after the
+    # last note, leading its own session; 700: a late worker, a fork of the anchor (its stack)
+    stack = 0x7FFC1000
+    table = [proc(7, 1, 7, 40, "bash"), proc(1, 0, 1, 1, "/sbin/init"),
+             proc(600, 7, 600, 930, PLAYBOOK)._replace(stack=0x7FFD2000),
+             proc(700, 1, 700, 931, PLAYBOOK)._replace(stack=stack)]
+    anchor = (100, 500)
+    assert model.late_workers(table, anchor, PLAYBOOK, 905, anchor_stack=stack) == [(700, 931)]
+    # without the stack (address randomization off): only an orphan, never a process a live one started
+    assert model.late_workers(table, anchor, PLAYBOOK, 905) == [(700, 931)]
+    orphan_stack_unknown = [*table[:2], proc(600, 7, 600, 930, PLAYBOOK)]
+    assert model.late_workers(orphan_stack_unknown, anchor, PLAYBOOK, 905) == []
+
+
+def test_the_stack_address_is_read_from_stat() -> None:
+    text = stat(42, "python3", "S", 1, 42, 42, 777) + " 0 0 140736528986912 0"
+    assert model.parse_stat(text).stack == 140736528986912
+    assert model.parse_stat(stat(42, "python3", "S", 1, 42, 42, 777)).stack == 0
+
+
 def test_still_there_needs_the_same_start() -> None:
     ended = [proc(203, 202, 200, 903), proc(204, 203, 200, 950)]
     now = [proc(203, 1, 200, 903), proc(204, 1, 204, 9999)]
@@ -166,6 +187,53 @@ def test_the_heartbeat_ends_what_a_killed_controller_left(own_records: Path, tmp
             os.killpg(controller.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+LATE_FORK = """
+import os, subprocess, sys, time
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.02)
+if os.fork() == 0:
+    os.setsid()
+    subprocess.run(["sh", "-c", 'echo start $$ >> "$0"; while :; do sleep 0.05; done', sys.argv[1]])
+    os._exit(0)
+while True:
+    time.sleep(60)
+"""
+
+
+def test_the_heartbeat_never_ends_the_next_run_of_the_same_command(own_records: Path, tmp_path: Path) -> None:
+    """A run ends and the next, the same command from the same parent, starts at once (CI's
+    test_truth_drain did so): the first run's heartbeat, ending what its controller left, takes a
+    worker forked after its last note for its own, but never the next ansible-playbook."""
+    marks, go = tmp_path / "marks", tmp_path / "go"
+    argv = [sys.executable, "-c", LATE_FORK, str(marks), str(go)]
+    controller = subprocess.Popen(argv, start_new_session=True)
+    following = None
+    try:
+        tracker = leftovers.Tracker("r-3", controller.pid, run.process_start(controller.pid))
+        assert tracker.doc["stack"] and tracker.note() is None and tracker.doc["workers"] == []
+        go.touch()  # the worker is forked after the last note
+        wait_for(marks.exists, 30, "the late worker in its hook")
+        hook_pid = int(marks.read_text().split()[1])
+        controller.kill()
+        controller.wait()
+        following = subprocess.Popen(argv, start_new_session=True)  # the next run, same command
+        wait_for(lambda: len(marks.read_text().split()) >= 4, 30, "the next run's own worker")
+        ended = tracker.controller_gone(None)
+        assert not alive(hook_pid), ended
+        assert following.poll() is None, "the next run was ended as a leftover of the first"
+        next_hook = int(marks.read_text().split()[3])
+        assert alive(next_hook) and f"PID {next_hook} " not in ended["processes"], ended
+    finally:
+        for p in (controller, following):
+            if p is not None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if following is not None:
+            following.wait()
 
 
 def test_a_process_that_ignores_sigterm_gets_sigkill(tmp_path: Path) -> None:

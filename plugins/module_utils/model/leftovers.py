@@ -21,7 +21,13 @@ What is left of the run once ``ansible-playbook`` is gone is then, here:
 
 A worker forked in the last second before the kill, before a note, is found too: a session
 leader whose command line is ``ansible-playbook``'s (a fork that did not exec) started after
-the last note, whose parent is no longer ``ansible-playbook``.
+the last note, whose parent is no longer ``ansible-playbook``, and which is a fork of it and
+not a new ``ansible-playbook`` of the same command (the next run, started at once from the same
+shell or test, has the same command line, the same kind of parent and leads a session too). A
+fork keeps its parent's address space, so its stack starts where ``ansible-playbook``'s does
+(``/proc/<pid>/stat``'s startstack); a new program's stack is placed at random by the kernel's
+address space randomization. Where that randomization is off or the address cannot be read,
+only an orphan (its parent init or gone) is taken for a late worker.
 
 No I/O here: the processes come in as ``Proc`` tuples read from ``/proc/<pid>/stat``
 (workflows/leftovers.py reads them).
@@ -41,6 +47,7 @@ class Proc(NamedTuple):
     start: int  # clock ticks since boot (stat field 22): with the PID, one process for good
     comm: str
     cmdline: str = ""
+    stack: int = 0  # startstack (stat field 28): a fork's is its parent's; 0 when not readable
 
 
 Worker = Tuple[int, int]  # (pid, start)
@@ -55,9 +62,11 @@ def parse_stat(text: str, cmdline: str = "") -> Optional[Proc]:
     fields = rest.split()
     try:
         # after the command: state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt
-        # cmajflt utime stime cutime cstime priority nice num_threads itrealvalue starttime
+        # cmajflt utime stime cutime cstime priority nice num_threads itrealvalue starttime vsize
+        # rss rsslim startcode endcode startstack
+        stack = int(fields[25]) if len(fields) > 25 else 0
         return Proc(int(pid_text), int(fields[1]), int(fields[2]), int(fields[3]), fields[0], int(fields[19]), comm,
-                    cmdline)
+                    cmdline, stack)
     except (IndexError, ValueError):
         return None
 
@@ -67,10 +76,14 @@ def children(procs: Iterable[Proc], pid: int) -> List[Worker]:
     return sorted((p.pid, p.start) for p in procs if p.ppid == pid and p.state not in ("Z", "X"))
 
 
-def late_workers(procs: Sequence[Proc], anchor: Worker, anchor_cmdline: str, since: int) -> List[Worker]:
+def late_workers(procs: Sequence[Proc], anchor: Worker, anchor_cmdline: str, since: int,
+                 anchor_stack: int = 0) -> List[Worker]:
     """Workers of the anchor forked after the last note (start >= ``since``), now orphaned: session
     leaders with the anchor's command line whose parent is not the anchor any more and not
-    another process of that command line (another ansible-playbook of the same command)."""
+    another process of that command line (another ansible-playbook of the same command), and
+    forks of the anchor: the anchor's stack address (``anchor_stack``), or, when that is not
+    known (0), an orphan whose parent is init or gone. A new ansible-playbook of the same
+    command is neither (it has a stack of its own and a live parent that started it)."""
     if not anchor_cmdline:
         return []
     by_pid = {p.pid: p for p in procs}
@@ -83,6 +96,11 @@ def late_workers(procs: Sequence[Proc], anchor: Worker, anchor_cmdline: str, sin
         parent = by_pid.get(p.ppid)
         if p.ppid == anchor[0] or (parent is not None and parent.cmdline == anchor_cmdline):
             continue  # a live ansible-playbook's own worker
+        if anchor_stack:
+            if p.stack != anchor_stack:
+                continue  # a program of its own (the next run of the same command), not a fork
+        elif parent is not None and p.ppid != 1:
+            continue  # started by a live process: not an orphaned worker
         found.append((p.pid, p.start))
     return sorted(found)
 

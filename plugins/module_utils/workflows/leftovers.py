@@ -106,12 +106,28 @@ def ticks_now() -> int:
         return 0
 
 
+def randomized() -> bool:
+    """Whether the kernel places a new program's stack at random (then a fork is told from a new
+    program of the same command by its stack address, model/leftovers.py)."""
+    try:
+        with open("/proc/sys/kernel/randomize_va_space", encoding="ascii") as handle:
+            return handle.read().strip() not in ("", "0")
+    except OSError:
+        return False
+
+
 def cmdline_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             return handle.read().rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def anchor_stack(pid: int) -> int:
+    """ansible-playbook's stack address, its forks' mark; 0 where it tells nothing."""
+    proc = read_proc(pid)
+    return proc.stack if proc is not None and randomized() else 0
 
 
 # -- the local record ----------------------------------------------------------------------------
@@ -172,7 +188,7 @@ class Tracker:
         self.doc: Dict[str, Any] = {
             "run": run_id, "server": server, "host": socket.gethostname(), "boot": boot_id(),
             "anchor": [anchor_pid, int(anchor_start or 0)], "cmdline": cmdline_of(anchor_pid),
-            "workers": [], "noted": ticks_now(), "ended": None}
+            "stack": anchor_stack(anchor_pid), "workers": [], "noted": ticks_now(), "ended": None}
         write_record(self.doc)
 
     def note(self) -> None:
@@ -203,11 +219,20 @@ class Tracker:
 
 
 # -- ending them ---------------------------------------------------------------------------------
-def found_left(doc: Dict[str, Any], procs: Sequence[model.Proc], spare: Sequence[int] = ()) -> List[model.Proc]:
+def found_left(doc: Dict[str, Any], procs: Sequence[model.Proc], spare: Sequence[int] = (),
+               others: Sequence[Dict[str, Any]] = ()) -> List[model.Proc]:
+    """What the run of ``doc`` left, never a live ansible-playbook of another run (``others``:
+    the other records; their anchors are spared with their own workers' sessions)."""
     anchor = (int(doc["anchor"][0]), int(doc["anchor"][1]))
     workers = [(int(p), int(s)) for p, s in doc.get("workers") or []]
-    workers += model.late_workers(procs, anchor, doc.get("cmdline") or "", int(doc.get("noted") or 0))
-    return model.left_over(procs, workers, spare)
+    workers += model.late_workers(procs, anchor, doc.get("cmdline") or "", int(doc.get("noted") or 0),
+                                  int(doc.get("stack") or 0))
+    live = {(p.pid, p.start) for p in procs}
+    runs = {(int(o["anchor"][0]), int(o["anchor"][1])) for o in others
+            if o.get("run") != doc.get("run") and len(o.get("anchor") or []) == 2}
+    running = runs & live
+    workers = [w for w in workers if w not in running]
+    return model.left_over(procs, workers, [*spare, *(pid for pid, _start in running)])
 
 
 def end_left(doc: Dict[str, Any], spare: Sequence[int] = (), grace: float = GRACE,
@@ -215,7 +240,7 @@ def end_left(doc: Dict[str, Any], spare: Sequence[int] = (), grace: float = GRAC
     """End what the run of ``doc`` left: SIGTERM to each process, a wait until they are gone
     (``grace``), SIGKILL to those still there. What was ended, and how."""
     procs = read_procs()
-    left = found_left(doc, procs, spare)
+    left = found_left(doc, procs, spare, read_records())
     if not left:
         return {"processes": [], "killed": 0, "at": time.time()}
     said = model.describe(left, worker_cmdline=doc.get("cmdline") or "")

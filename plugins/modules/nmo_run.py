@@ -53,6 +53,21 @@ options:
   awx_job_id:
     description: The AWX (or automation controller) job id, when there is one.
     type: str
+  rollout:
+    description:
+      - The rollout this run is part of; 1 to 50 lower-case letters, digits and C(-). Runs that
+        share a rollout (AWX's slice jobs of one sliced job, or runs started by hand with the same
+        value) share, through a lease C(nmo-rollout-<id>) in C(medik8s-leases), the stop after a
+        failure in any of them (no node of the rollout begins after it, and a run that starts
+        later begins nothing) and the count of blocked nodes that C(node_maintenance_max_blocked)
+        bounds. The concurrency's slots are shared by every run anyway.
+      - Default C(awx-wf-<awx_workflow_job_id>) when O(awx_workflow_job_id) is given, otherwise the
+        run alone (its own id; its run lease holds the stop and the count, and no rollout lease is made).
+      - The rollout lease is kept a day after a run of it last started, then removed by a later run's start.
+    type: str
+  awx_workflow_job_id:
+    description: The id of the AWX workflow job a slice job belongs to (AWX gives every slice job the same one).
+    type: str
   duration:
     description:
       - Seconds after which the run lease lapses when its heartbeat stops, from 30 (three beats
@@ -140,6 +155,11 @@ run:
   returned: always
   type: str
   sample: 20261201-050102-a1b2c3
+rollout:
+  description: The rollout the run is part of (its own id when it is alone).
+  returned: always
+  type: str
+  sample: awx-wf-1207
 lease:
   description: The run lease, namespace/name.
   returned: always
@@ -198,6 +218,8 @@ ARGUMENT_SPEC = {
     "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
     "run_id": {"type": "str"},
     "awx_job_id": {"type": "str"},
+    "rollout": {"type": "str"},
+    "awx_workflow_job_id": {"type": "str"},
     "duration": {"type": "int", "default": 60},
     "mode": {"type": "str", "choices": ["auto", "standalone", "operator"], "default": "auto"},
     "install_crd": {"type": "bool", "default": False},

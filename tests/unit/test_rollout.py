@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, marks, rollout
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import failure, leases, marks, rollout, rollout_record
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.record import Record
 
 NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
@@ -360,3 +360,63 @@ def test_a_concurrency_above_the_forks_is_refused(concurrency, forks, refused):
         assert said.startswith(f"node_maintenance_concurrency {want} needs at least {want} Ansible forks, and this "
                                f"run has {int(forks)}")
         assert f"-f {want}" in said and f"ANSIBLE_FORKS={want}" in said and said.endswith("Nothing was written")
+
+
+# -- a rollout of several runs (AWX job slices; model/rollout_record.py) -------------------------
+SLICE_A, SLICE_B, LATE = "awx-101", "awx-102", "awx-103"
+WORKFLOW = rollout_record.default_id(SLICE_A, 77)
+
+
+def slice_lease(run: str, rollout_id: str = WORKFLOW, alive: bool = True) -> Dict[str, Any]:
+    found = run_lease(run, alive=alive)
+    found["metadata"]["annotations"][rollout_record.ROLLOUT_ANNOTATION] = rollout_id
+    return found
+
+
+def the_rollout(stopped_after: str = "", stopped_run: str = "") -> Dict[str, Any]:
+    notes = {rollout.STOPPED_AFTER: stopped_after, rollout_record.STOPPED_RUN: stopped_run} if stopped_after else {}
+    return lease(rollout_record.lease_name(WORKFLOW), rollout_record.HOLDER, annotations=notes,
+                 duration=rollout_record.KEEP_SECONDS)
+
+
+def test_the_rollout_of_a_slice_is_its_workflow_job_else_the_run_alone():
+    assert WORKFLOW == "awx-wf-77" and rollout_record.default_id(SLICE_A) == SLICE_A
+    assert rollout_record.shared(SLICE_A, WORKFLOW) and not rollout_record.shared(SLICE_A, SLICE_A)
+    seen = [slice_lease(SLICE_A), the_rollout()]
+    assert rollout_record.record_lease(seen, SLICE_A)["metadata"]["name"] == "nmo-rollout-awx-wf-77"
+    alone = [run_lease(ME)]
+    assert rollout_record.record_lease(alone, ME)["metadata"]["name"] == leases.RUN_LEASE_PREFIX + ME
+    # the rollout's lease missing (deleted by hand): the run lease holds the run's own stop
+    assert rollout_record.record_lease([slice_lease(SLICE_A)], SLICE_A)["metadata"]["name"].startswith("nmo-run-")
+
+
+@pytest.mark.parametrize("me", [SLICE_B, LATE])
+def test_a_failure_in_another_slice_stops_every_slice_and_fails_it(me):
+    seen = [slice_lease(SLICE_A), slice_lease(SLICE_B), slice_lease(LATE), the_rollout("w1/work", SLICE_A)]
+    verdict = decide(seen, "w3", 2, False, run=me)
+    assert verdict.action == rollout.STOP and verdict.fails_run, verdict
+    assert verdict.say == ("not started: rollout awx-wf-77 stopped after w1 failed (in the work phase, run awx-101, "
+                           "another run of the rollout); no node of the rollout begins after a failure")
+    # the slice whose node failed: its own stop, failed by that node
+    own = decide(seen, "w2", 2, False, run=SLICE_A)
+    assert own.action == rollout.STOP and not own.fails_run and own.say.startswith("not started: the run stopped")
+
+
+def test_a_blocker_that_failed_in_a_live_slice_stops_before_the_mark():
+    # the failure path writes the record before the mark: a waiter woken in between stops too
+    seen = [slice_lease(SLICE_A), slice_lease(SLICE_B), the_rollout(), *held("w1", SLICE_A, 0, False)]
+    records = {"w1": failed_record(SLICE_A, "drain")}
+    verdict = decide(seen, "w3", 1, False, run=SLICE_B, records=records)
+    assert verdict.action == rollout.STOP and verdict.blocker == "w1" and verdict.fails_run, verdict
+    # another rollout's runs are not this one's: its failed node is a holder like any other
+    other = [slice_lease(SLICE_A, "awx-wf-5"), slice_lease(SLICE_B), the_rollout(), *held("w1", SLICE_A, 0, False)]
+    assert decide(other, "w3", 1, False, run=SLICE_B, records=records).action == rollout.WAIT
+
+
+def test_a_rollout_lease_is_removed_a_day_after_its_last_start_once_no_run_names_it():
+    old = lease(rollout_record.lease_name(WORKFLOW), rollout_record.HOLDER, renewed=NOW - timedelta(days=2),
+                duration=rollout_record.KEEP_SECONDS)
+    assert rollout_record.removable(old, [old], NOW)
+    assert not rollout_record.removable(old, [old, slice_lease(SLICE_A)], NOW)
+    assert not rollout_record.removable(the_rollout("w1/work", SLICE_A), [], NOW)
+    assert not rollout_record.removable(run_lease(ME, alive=False), [], NOW)

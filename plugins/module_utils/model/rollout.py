@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence
 
-from . import leases
+from . import leases, rollout_record
 from .failure import recover_command
 from .marks import MAINTAINED_BY, QUARANTINED, is_ready
 from .record import Record
@@ -113,9 +113,18 @@ class State:
 
     run_id: str
     alive: FrozenSet[str] = frozenset()
-    stopped_after: Optional[Mark] = None  # who=the node that failed first in this run
+    stopped_after: Optional[Mark] = None  # who=the node that failed first in this run (or its rollout)
     holders: Dict[str, Holder] = field(default_factory=dict)  # by node
     records: Dict[str, Record] = field(default_factory=dict)  # the progress records read, by node
+    # a rollout of several runs (model/rollout_record.py): its id, its other live runs, and the
+    # run whose node stopped it when that was another run than this one
+    rollout: str = ""
+    siblings: FrozenSet[str] = frozenset()
+    stopped_run: str = ""
+
+    def ours(self, run_id: str) -> bool:
+        """Whether ``run_id`` is this run or another live run of its rollout."""
+        return bool(run_id) and (run_id == self.run_id or run_id in self.siblings)
 
 
 @dataclass(frozen=True)
@@ -153,7 +162,12 @@ def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
     and the progress records of the holders (by node; a holder without one failed nowhere)."""
     alive = frozenset(leases.alive_run_ids(list(seen), now))
     run_lease = leases.named(list(seen), leases.RUN_LEASE_PREFIX + run_id) if run_id else None
-    stopped = Mark.parse(_annotations(run_lease or {}).get(STOPPED_AFTER))
+    record = rollout_record.record_lease(seen, run_id)
+    stopped = Mark.parse(_annotations(record or {}).get(STOPPED_AFTER))
+    rollout_id = rollout_record.rollout_of(run_lease)
+    shared = rollout_record.shared(run_id, rollout_id)
+    siblings = rollout_record.runs_of(seen, rollout_id, now) - {run_id} if shared else frozenset()
+    stopped_run = _annotations(record or {}).get(rollout_record.STOPPED_RUN, "") if shared and stopped else ""
     runs: Dict[str, str] = {}
     for lease in seen:
         node = _held_by(lease, prefix)
@@ -164,7 +178,8 @@ def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
         progress = (records or {}).get(node)
         holders[node] = Holder(node, (progress.run if progress is not None and progress.run else places_run),
                                failure_of(progress))
-    return State(run_id, alive, stopped, holders, dict(records or {}))
+    return State(run_id, alive, stopped, holders, dict(records or {}), rollout_id if shared else "", siblings,
+                 "" if stopped_run == run_id else stopped_run)
 
 
 def releases(node: str) -> str:
@@ -192,7 +207,7 @@ def stopped_by(state: State, blockers: Sequence[str]) -> Optional[Mark]:
         return state.stopped_after
     for name in blockers:
         holder = state.holders.get(name)
-        if holder is not None and holder.failed is not None and holder.failed.who == state.run_id:
+        if holder is not None and holder.failed is not None and state.ours(holder.failed.who):
             return Mark(name, holder.failed.phase)
     return None
 
@@ -252,6 +267,25 @@ def full_of_stuck(state: State, blockers: Sequence[str], limit: Optional[int],
         outcome=f"not started ({where} is full of nodes out of service: {', '.join(who)})")
 
 
+def stopped_decision(state: State, after: Mark, blockers: Sequence[str]) -> Decision:
+    """The stop after a failure of this run, or of another run of its rollout: then nothing of
+    this run fails by itself, and a run that left its nodes undone must not end as a success."""
+    phase = after.phase.replace("_", "-")
+    other = state.stopped_run
+    if not other and state.rollout:
+        holder = state.holders.get(after.who) if after.who in blockers else None
+        failed_in = holder.failed.who if holder is not None and holder.failed is not None else ""
+        other = failed_in if failed_in and failed_in != state.run_id else ""
+    if not other:
+        return Decision(STOP, say=f"not started: the run stopped after {after.who} failed (in the {phase} phase)",
+                        outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
+    return Decision(
+        STOP, blocker=after.who, fails_run=True,
+        say=(f"not started: rollout {state.rollout} stopped after {after.who} failed (in the {phase} phase, run "
+             f"{other}, another run of the rollout); no node of the rollout begins after a failure"),
+        outcome=f"not started (rollout {state.rollout} stopped after {after.who} failed in run {other})")
+
+
 def decide(node: str, state: State, blockers: Sequence[str] = (), limit: Optional[int] = None,
            out: Sequence[OutOfService] = (), domain: str = "") -> Decision:
     """What ``node`` may do next. ``blockers``: the nodes holding the places it waits for
@@ -263,9 +297,7 @@ def decide(node: str, state: State, blockers: Sequence[str] = (), limit: Optiona
         return Decision(BEGIN, say=f"{node} holds its places already: it finishes its maintenance")
     after = stopped_by(state, blockers)
     if after is not None:
-        return Decision(STOP, say=f"not started: the run stopped after {after.who} failed "
-                                  f"(in the {after.phase.replace('_', '-')} phase)",
-                        outcome=f"not started (the run stopped after {after.who} failed)", blocker=after.who)
+        return stopped_decision(state, after, blockers)
     full = full_of_stuck(state, blockers, limit, out, domain)
     if full is not None:
         return full

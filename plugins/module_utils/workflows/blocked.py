@@ -1,7 +1,8 @@
 """A failed node that its drain could not empty: skipped, quarantined, or failed (docs/design.md §18.4).
 
 The verdict is model/blocked.py's, over the count of this run's blocked nodes as its run lease
-holds it (``BLOCKED``). The count is taken in the same guarded write that says the node is
+holds it (``BLOCKED``), or its rollout's lease when the run is one of several of a rollout
+(model/rollout_record.py). The count is taken in the same guarded write that says the node is
 blocked: two nodes blocked at once cannot both be the last one the bound lets through. A
 verdict of ``fail`` (not a block, the policy is ``stop``, the bound is passed, or the count
 cannot be written) goes down the failure path (lifecycle.failed), which stops the rollout.
@@ -87,7 +88,8 @@ def counted(client: Client, opts: lifecycle.Options, on_blocked: str, phase: str
     """The verdict over the run's count, and the node added to it in the same guarded write
     (a JSON Patch testing the run lease's resourceVersion), tried again on a conflict."""
     for _attempt in range(ATTEMPTS):
-        lease = run.read_lease(client, opts.run_id, opts.lease.namespace)
+        # the rollout's count: across the runs of a rollout of several (model/rollout_record.py)
+        lease = run.record_lease(client, opts.run_id, opts.lease.namespace)
         if lease is None:
             raise NotFound(f"the run lease of run {opts.run_id} is gone")
         meta = lease["metadata"]

@@ -29,7 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api.client import Client
 from ..errors import Conflict, InputError, NmoError, NotFound, UnprocessableEntity
-from ..model import leases, node_conditions, renewal, rollout
+from ..model import leases, node_conditions, renewal, rollout, rollout_record
 from ..model.times import format_seconds
 from ..stores import leases as lease_store
 from . import heartbeat_note
@@ -241,9 +241,13 @@ def note_node_conditions(client: Client, lease: Optional[leases.Lease], supporte
 
 def start(client: Client, run_id: str, controller: str, namespace: str = leases.LEASE_NAMESPACE,
           duration: int = RUN_LEASE_DURATION, mode: str = "", crd_checked: bool = False,
-          boot: str = "") -> leases.Lease:
-    """Create (or take back after a lapse) the run lease; refused when another live process holds the id."""
+          boot: str = "", rollout_id: str = "") -> leases.Lease:
+    """Create (or take back after a lapse) the run lease; refused when another live process holds the id.
+    ``rollout_id``: the rollout the run is part of, said on the lease; its own record (when the
+    rollout is not the run alone) is made or touched first (model/rollout_record.py)."""
     validate_id(run_id)
+    if rollout_record.shared(run_id, rollout_id):
+        touch_rollout(client, validate_id(rollout_id), namespace)
     name = lease_name(run_id)
     for _attempt in range(leases.MAX_ATTEMPTS):
         current = lease_store.read(client, namespace, name)
@@ -263,11 +267,49 @@ def start(client: Client, run_id: str, controller: str, namespace: str = leases.
             body["metadata"]["annotations"][CRD_ANNOTATION] = "true"
         if boot:
             body["metadata"]["annotations"][BOOT_ANNOTATION] = boot
+        if rollout_id:
+            body["metadata"]["annotations"][rollout_record.ROLLOUT_ANNOTATION] = rollout_id
+        else:
+            body["metadata"]["annotations"].pop(rollout_record.ROLLOUT_ANNOTATION, None)
         try:
             return lease_store.write(client, body, current)
         except Conflict:
             continue
     raise NmoError(f"run lease {namespace}/{name} kept changing while we wrote it: run again")
+
+
+def touch_rollout(client: Client, rollout_id: str, namespace: str = leases.LEASE_NAMESPACE) -> leases.Lease:
+    """Make the rollout's lease, or move its renewTime to now (a run of it starts: it is kept
+    ``rollout_record.KEEP_SECONDS`` from here). What it holds (a stop, a count) stays."""
+    name = rollout_record.lease_name(rollout_id)
+    for _attempt in range(leases.MAX_ATTEMPTS):
+        current = lease_store.read(client, namespace, name)
+        now = client.server_now()
+        if current is None:
+            body = leases.new_lease(name, namespace, rollout_record.HOLDER, rollout_record.KEEP_SECONDS, now, None,
+                                    rollout_record.LABELS)
+        else:
+            body = leases.renewed(current, rollout_record.HOLDER, rollout_record.KEEP_SECONDS, now, False, None)
+        try:
+            return lease_store.write(client, body, current)
+        except Conflict:
+            continue
+    raise NmoError(f"rollout lease {namespace}/{name} kept changing while we wrote it: run again")
+
+
+def record_lease(client: Client, run_id: str, namespace: str = leases.LEASE_NAMESPACE,
+                 seen: Optional[List[leases.Lease]] = None) -> Optional[leases.Lease]:
+    """Where the run's rollout keeps its stop and its blocked nodes (model/rollout_record.py):
+    from ``seen`` when given, else read (the run lease, then the rollout's when it names one)."""
+    if seen is not None:
+        return rollout_record.record_lease(seen, run_id)
+    run_lease = read_lease(client, run_id, namespace)
+    rollout_id = rollout_record.rollout_of(run_lease)
+    if rollout_record.shared(run_id, rollout_id):
+        found = lease_store.read(client, namespace, rollout_record.lease_name(rollout_id))
+        if found is not None:
+            return found
+    return run_lease
 
 
 def renew(client: Client, lease: leases.Lease, holder: str, duration: Optional[int] = None) -> Optional[leases.Lease]:
@@ -297,9 +339,12 @@ def remove_gone(client: Client, namespace: str = leases.LEASE_NAMESPACE,
     read, so a run that takes its lease back meanwhile keeps it."""
     now = client.server_now()
     removed: List[str] = []
-    for lease in lease_store.list_leases(client, namespace) if seen is None else seen:
+    listed = lease_store.list_leases(client, namespace) if seen is None else seen
+    for lease in listed:
         name = lease["metadata"]["name"]
-        if not name.startswith(RUN_LEASE_PREFIX) or leases.is_valid(lease, now):
+        if rollout_record.removable(lease, listed, now):
+            pass  # a rollout kept past its day that no live run names (model/rollout_record.py)
+        elif not name.startswith(RUN_LEASE_PREFIX) or leases.is_valid(lease, now):
             continue
         try:
             if lease_store.delete(client, lease):
@@ -328,9 +373,41 @@ def mark_stopped(client: Client, run_id: str, node: str, phase: str, namespace: 
     if not run_id or client.dry_run:
         return False
     current = leases.named(seen, lease_name(run_id)) if seen is not None else read_lease(client, run_id, namespace)
+    rollout_id = rollout_record.rollout_of(current)
+    shared = False
+    if rollout_record.shared(run_id, rollout_id):
+        shared = mark_rollout_stopped(client, rollout_id, run_id, node, phase, namespace)
     if current is None or rollout.STOPPED_AFTER in ((current.get("metadata") or {}).get("annotations") or {}):
-        return False
-    return lease_store.annotate(client, current, rollout.STOPPED_AFTER, rollout.stopped_mark(node, phase))
+        return shared
+    return lease_store.annotate(client, current, rollout.STOPPED_AFTER, rollout.stopped_mark(node, phase)) or shared
+
+
+def mark_rollout_stopped(client: Client, rollout_id: str, run_id: str, node: str, phase: str,
+                         namespace: str = leases.LEASE_NAMESPACE) -> bool:
+    """The first failure of any run of the rollout, on the rollout's lease (with its run), in a
+    write that tests the version read: of two runs failing at once, one is the first. False when
+    another failure was there first, or the lease is gone."""
+    name = rollout_record.lease_name(rollout_id)
+    for _attempt in range(leases.MAX_ATTEMPTS):
+        current = lease_store.read(client, namespace, name)
+        if current is None or rollout.STOPPED_AFTER in rollout_record.annotations(current):
+            return False
+        meta = current["metadata"]
+        ops: List[Dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion",
+                                      "value": meta.get("resourceVersion")}]
+        if meta.get("annotations") is None:
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+        for key, value in ((rollout.STOPPED_AFTER, rollout.stopped_mark(node, phase)),
+                           (rollout_record.STOPPED_RUN, run_id)):
+            ops.append({"op": "add", "path": "/metadata/annotations/" + key.replace("/", "~1"), "value": value})
+        try:
+            client.patch(lease_store.leases_path(namespace, name), ops, "json")
+            return True
+        except NotFound:
+            return False
+        except (Conflict, UnprocessableEntity):
+            continue  # changed since the read (another run's start or failure): look again
+    return False
 
 
 # -- the guard -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional, Tuple
 from ..api import server
 from ..api.client import Client, ConnectionOptions
 from ..errors import InputError
-from ..model import leases, renewal
+from ..model import leases, renewal, rollout_record
 from ..model import notify as notify_model
 from ..stores import crd
 from ..stores import leases as lease_store
@@ -25,6 +25,16 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
         raise InputError(f"duration must be between {renewal.MIN_LEASE_SECONDS} and {MAX_RUN_LEASE_DURATION} seconds "
                          f"(the heartbeat renews every {run.RENEW_EVERY} s), got {duration}")
     run_id = run.validate_id(params["run_id"]) if params.get("run_id") else run.new_id(params.get("awx_job_id"))
+    # the rollout the run is part of: AWX's workflow job shares one among its slices
+    rollout_id = rollout_record.default_id(run_id, params.get("awx_workflow_job_id"))
+    if params.get("rollout"):
+        rollout_id = str(params["rollout"])
+    try:
+        run.validate_id(rollout_id)
+    except InputError:
+        raise InputError(f"rollout {rollout_id!r} is not valid (node_maintenance_rollout, or awx_workflow_job_id): "
+                         "use 1 to 50 lower-case letters, digits and '-', starting and ending with a letter or "
+                         "digit") from None
     if anchor_pid <= 1 or run.process_start(anchor_pid) is None:
         # killed while this task ran: a run started now would have no controller to outlive
         raise run.RunGone(f"the controller process (ansible-playbook, PID {anchor_pid}) is gone: the run is not started")
@@ -38,7 +48,8 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     kubernetes = server.read(client)  # once a run: which Kubernetes, and is it one we test
     found = operator.detect(client)
     mode = operator.resolve(params.get("mode") or operator.AUTO, found)  # refused before anything is written
-    result: Dict[str, Any] = {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}",
+    result: Dict[str, Any] = {"run": run_id, "rollout": rollout_id,
+                              "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}",
                               "controller": controller, "heartbeat_pid": 0, "changed": False,
                               "mode": mode, "operator": found, "kubernetes": kubernetes.git_version}
     if kubernetes.warning:
@@ -57,12 +68,13 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     # docs/design.md §6.2: what a killed run left running on this controller is ended before
     # any node of this run (its heartbeat did it, or it was killed too and it is done here)
     left = leftovers.settle_gone(client, run_id)
-    left += leftovers.elsewhere(seen, [name[len(run.RUN_LEASE_PREFIX):] for name in result["removed_run_leases"]])
+    left += leftovers.elsewhere(seen, [name[len(run.RUN_LEASE_PREFIX):] for name in result["removed_run_leases"]
+                                       if name.startswith(run.RUN_LEASE_PREFIX)])
     if left:
         result["gone_runs_left"] = left
         result.setdefault("warnings", []).extend(left)
     run.start(client, run_id, controller, duration=duration, mode=mode, crd_checked=bool(params.get("install_crd")),
-              boot=leftovers.boot_id())
+              boot=leftovers.boot_id(), rollout_id=rollout_id)
     result["heartbeat_pid"] = heartbeat.daemonize_and_loop(options, run_id, anchor_pid, leases.LEASE_NAMESPACE,
                                                            duration, alertmanager, notify_params)
     result["changed"] = True

@@ -544,7 +544,7 @@ BREAKS = {
     "stop-mark": [("plugins/module_utils/model/rollout.py", "    if state.stopped_after is not None:\n"
                    "        return state.stopped_after\n", "    return None\n"),
                   ("plugins/module_utils/model/rollout.py",
-                   "        if holder is not None and holder.failed is not None and holder.failed.who == state.run_id:",
+                   "        if holder is not None and holder.failed is not None and state.ours(holder.failed.who):",
                    "        if False:")],
     # every budget's limit as large as it can be
     "budgets-ignored": [("plugins/module_utils/model/topology_budgets.py", "    budget = domain.budget\n"

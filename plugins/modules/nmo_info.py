@@ -160,6 +160,37 @@ api_requests:
   description: Requests made to the API server.
   returned: always
   type: int
+rollouts:
+  description:
+    - Each rollout of several runs (AWX job slices; C(node_maintenance_rollout)) whose lease
+      C(nmo-rollout-<id>) is in C(medik8s-leases), from the same list of leases.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    rollout:
+      description: Its id.
+      type: str
+    runs:
+      description: Its live runs.
+      type: list
+      elements: str
+    stopped_after:
+      description: C(<node>/<phase>) of the failure that stopped it; empty while it goes on.
+      type: str
+    stopped_run:
+      description: The run that node failed in.
+      type: str
+    blocked:
+      description: The nodes skipped or quarantined, counted against C(node_maintenance_max_blocked).
+      type: list
+      elements: str
+    last_start:
+      description: When a run of it last started.
+      type: str
+    kept_until:
+      description: When a later run's start may remove its lease (no live run naming it).
+      type: str
 api_requests_by:
   description:
     - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
@@ -172,11 +203,12 @@ import time
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import rollout_record
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.leases import list_leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.node_ready import wait_ready
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, in_maintenance, missing
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, in_maintenance, leases_of, missing
 
 
 def core(client, params):
@@ -196,9 +228,11 @@ def core(client, params):
         if guard.held != runs.HELD_NONE:  # the list the report reads anyway answers the check after the wait
             seen = list_leases(client)
             guard.check(lease_list=seen)
+    seen = leases_of(client) if seen is None else seen  # the one list the reports read anyway
     reports = describe(client, params["node"], params["label_selector"], params["label_key"], params["events_limit"],
                        only=params["nodes"], node_read=node_read, leases_read=seen)
-    result = {"changed": False, "missing": missing(params["nodes"], reports), "warnings": guard.warnings}
+    result = {"changed": False, "missing": missing(params["nodes"], reports), "warnings": guard.warnings,
+              "rollouts": rollout_record.describe(seen, client.server_now())}
     if params["only_in_maintenance"] and not params["node"]:
         reports = [r for r in reports if in_maintenance(r)]
     if waited is not None:

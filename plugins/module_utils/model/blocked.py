@@ -53,9 +53,10 @@ def validate(policy: str, bound: int) -> None:
         raise InputError(f"node_maintenance_max_blocked must be a whole number, 0 or more, got {bound!r}")
 
 
-def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: int) -> Verdict:
+def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: int, scope: str = "this run") -> Verdict:
     """What a failed node gets. ``blocker``: what the drain says blocked it ("" when the failure
-    was not a block); ``blocked_before``: the nodes of this run skipped or quarantined before it."""
+    was not a block); ``blocked_before``: the nodes of this run (``scope``: or of its rollout of
+    several runs, model/rollout_record.py) skipped or quarantined before it."""
     validate(policy, bound)
     if phase not in failure.PHASES:
         raise InputError(f"phase must be one of {', '.join(failure.PHASES)}, got {phase!r}")
@@ -64,7 +65,7 @@ def decide(policy: str, phase: str, blocker: str, blocked_before: int, bound: in
     if policy == STOP:
         return Verdict(FAIL, True, "its drain is blocked and node_maintenance_on_blocked is stop", blocker)
     if blocked_before + 1 > bound:
-        return Verdict(FAIL, True, f"its drain is blocked, the {ordinal(blocked_before + 1)} blocked node of this run: "
+        return Verdict(FAIL, True, f"its drain is blocked, the {ordinal(blocked_before + 1)} blocked node of {scope}: "
                                    f"more than node_maintenance_max_blocked ({bound}) stops the rollout", blocker)
     done = "returned to service as it was found" if policy == SKIP else "quarantined (kept cordoned)"
     return Verdict(policy, True, f"{done}, the rollout goes on ({blocked_before + 1} of at most {bound} "

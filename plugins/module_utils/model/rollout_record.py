@@ -27,9 +27,10 @@ Pure: leases in, answers out (workflows/run.py writes them).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Dict, FrozenSet, Optional, Sequence
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence
 
 from . import leases
+from .blocked import BLOCKED
 
 ROLLOUT_ANNOTATION = "nmo.maintenance/rollout"  # on a run lease: the rollout the run is part of
 STOPPED_RUN = "nmo.maintenance/stopped-run"  # on the rollout lease: the run whose node failed first
@@ -38,6 +39,8 @@ HOLDER = "nmo.maintenance/rollout"
 KEEP_SECONDS = 86400  # a day after a run of the rollout last started
 LABELS = {**leases.MANAGED_BY, "app.kubernetes.io/component": "rollout"}
 AWX_PREFIX = "awx-wf-"
+# on the run lease, or the rollout's: <node>/<phase> of the first failure (model/rollout.py reads it)
+STOPPED_AFTER = "nmo.maintenance/stopped-after"
 
 Lease = Dict[str, Any]
 
@@ -101,3 +104,27 @@ def removable(lease: Lease, seen: Sequence[Lease], now: datetime) -> bool:
     if not name.startswith(LEASE_PREFIX) or leases.is_valid(lease, now):
         return False
     return not runs_of(seen, name[len(LEASE_PREFIX):], now)
+
+
+def describe(seen: Sequence[Lease], now: datetime) -> List[Dict[str, Any]]:
+    """Each rollout of several runs the leases namespace holds, as status.yml shows it: its id,
+    its live runs, the failure that stopped it (node/phase and run) and the blocked nodes it
+    counted, when a run of it last started and until when it is kept."""
+    found = []
+    for lease in seen:
+        name = (lease.get("metadata") or {}).get("name", "")
+        if not name.startswith(LEASE_PREFIX):
+            continue
+        rollout_id = name[len(LEASE_PREFIX):]
+        notes = annotations(lease)
+        due = leases.expiry(lease)
+        found.append({
+            "rollout": rollout_id,
+            "runs": sorted(runs_of(seen, rollout_id, now)),
+            "stopped_after": notes.get(STOPPED_AFTER, ""),
+            "stopped_run": notes.get(STOPPED_RUN, ""),
+            "blocked": [n for n in (notes.get(BLOCKED) or "").split(",") if n],
+            "last_start": (lease.get("spec") or {}).get("renewTime") or "",
+            "kept_until": leases.format_time(due) if due is not None else "",
+        })
+    return sorted(found, key=lambda r: r["rollout"])

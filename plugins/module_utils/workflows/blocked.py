@@ -25,7 +25,7 @@ from ..api import paths
 from ..api.client import Client
 from ..errors import Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model import blocked as rule
-from ..model import failure, record
+from ..model import failure, record, rollout_record
 from ..model.failure import recover_command
 from ..model.marks import QUARANTINED, quarantine_wanted
 from ..stores import events, maintenance, nodes
@@ -95,7 +95,10 @@ def counted(client: Client, opts: lifecycle.Options, on_blocked: str, phase: str
         meta = lease["metadata"]
         noted = (meta.get("annotations") or {}).get(rule.BLOCKED)
         before = [n for n in rule.parse(noted) if n != opts.node]
-        verdict = rule.decide(on_blocked, phase, blocker, len(before), bound)
+        name = meta.get("name", "")
+        scope = (f"rollout {name[len(rollout_record.LEASE_PREFIX):]}" if name.startswith(rollout_record.LEASE_PREFIX)
+                 else "this run")
+        verdict = rule.decide(on_blocked, phase, blocker, len(before), bound, scope)
         if verdict.action == rule.FAIL:
             return verdict
         if write_count(client, meta, rule.added(noted, opts.node)):

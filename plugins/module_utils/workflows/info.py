@@ -23,7 +23,7 @@ MARK_PREFIX = "nmo.maintenance/"  # the node annotations the role writes (a camp
 FEW = 20  # up to this many named nodes are read one by one rather than listed
 
 
-def _leases(client: Client) -> List[Dict[str, Any]]:
+def leases_of(client: Client) -> List[Dict[str, Any]]:
     try:
         return client.get(paths.leases(LEASE_NAMESPACE)).get("items", [])
     except NotFound:
@@ -160,7 +160,7 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
             wanted = set(only)
             nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
     nms = maintenance.list_all(client)
-    leases = _leases(client) if leases_read is None else leases_read
+    leases = leases_of(client) if leases_read is None else leases_read
     names = {n["metadata"]["name"] for n in nodes}
     added, gone = orphans(client, nms, names, only, everything=not node and only is None and not label_selector)
     nodes += added

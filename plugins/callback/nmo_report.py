@@ -21,15 +21,13 @@ notes:
 """
 
 import getpass
-import os
 import socket
 import time
-from pathlib import Path
 
 from ansible.plugins.callback import CallbackBase
 from ansible.utils.display import Display
 
-from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_model, report_reads, report_render
+from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_merge, report_model, report_reads, report_render
 
 display = Display()
 CONNECTION_ARGS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert",
@@ -100,15 +98,18 @@ class CallbackModule(CallbackBase):
             cluster = report_reads.read(self.connection, report_model.moved_pods(collector),
                                         report_model.adopted_maintenances(collector))
             report = collector.build(time.time(), cluster)
-            directory = Path(where or os.path.join("nmo-reports", run_id))
-            directory.mkdir(parents=True, exist_ok=True)
-            for name, text in (("report.json", report_render.to_json(report)),
-                               ("report.xml", report_render.to_junit(report)),
-                               ("report.html", report_render.to_html(report))):
-                part = directory / f".{name}.part"
-                part.write_text(text, encoding="utf-8")
-                part.replace(directory / name)
-            display.display(f"nmo.maintenance run report: {directory.resolve() / 'report.html'} "
+            rollout = report["run"].get("rollout") or run_id
+            # a run of a rollout of several (AWX job slices): its report beside its siblings', the
+            # rollout's from all of them one folder up (plugin_utils/report_merge.py)
+            directory, base = report_merge.report_dirs(where, run_id, rollout)
+            page = report_render.write_report(directory, report)
+            display.display(f"nmo.maintenance run report: {page.resolve()} "
                             f"(and report.json, report.xml; run {report['run']['outcome']})")
+            if base is not None:
+                merged, _notes = report_merge.write_rollout_report(base, rollout)
+                if merged is not None:
+                    display.display(f"nmo.maintenance rollout report: {(base / 'report.html').resolve()} (rollout "
+                                    f"{rollout}, {len(merged['run']['runs'])} run(s) so far, "
+                                    f"{len(merged['nodes'])} node(s); {merged['run']['outcome']})")
         except Exception as exc:  # a report must never fail the run
             display.warning(f"nmo_report: the run report was not written: {type(exc).__name__}: {exc}")

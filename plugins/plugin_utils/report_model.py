@@ -223,6 +223,8 @@ class Collector:
             "version": SCHEMA_VERSION,
             "run": {
                 "id": self.run.get("run") or self.settings.get("run") or "",
+                # the rollout the run is part of (its own id when alone; design §18.6)
+                "rollout": self.run.get("rollout") or self.run.get("run") or self.settings.get("run") or "",
                 "mode": self.run.get("mode") or "",
                 "who": self.who,
                 "playbook": self.playbook,
@@ -460,10 +462,12 @@ def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], 
     action = ((failed or {}).get("blocked") or {}).get("action")
     if action in BLOCKED_OUTCOMES:  # its drain could not finish; the rollout went on (docs/design.md §18.4)
         return BLOCKED_OUTCOMES[action]
+    if str(summary.get("result") or "").startswith("not started"):
+        # the rollout scheduler stopped it before it began: so even when its stop fails the run
+        # (a failure in another run of its rollout, a place only a gone run's kept node holds)
+        return "not started"
     if error or story.failed_tasks:
         return "failed"
-    if str(summary.get("result") or "").startswith("not started"):  # the rollout scheduler stopped it
-        return "not started"
     if not story.phases:
         return "skipped" if look or summary else "not reached"
     if not any(p.name == "end" and not p.earlier_run for p in story.phases):

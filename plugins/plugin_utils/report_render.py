@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import json
 import math
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 from xml.etree import ElementTree
 
@@ -370,3 +371,15 @@ def to_html(report: Dict[str, Any]) -> str:
         '<p class="muted">Written by the nmo.maintenance report callback; report.json holds the same '
         'content (docs/report.md).</p></body></html>\n',
     ])
+
+
+def write_report(directory: Path, report: Dict[str, Any]) -> Path:
+    """report.json, report.xml and report.html in ``directory`` (made when missing), each
+    written whole then moved in place; the page's path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in (("report.json", to_json(report)), ("report.xml", to_junit(report)),
+                       ("report.html", to_html(report))):
+        part = directory / f".{name}.part"
+        part.write_text(text, encoding="utf-8")
+        part.replace(directory / name)
+    return directory / "report.html"

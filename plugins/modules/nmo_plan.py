@@ -162,6 +162,12 @@ domains:
   type: list
   elements: str
   sample: [zone-a, zone-b]
+reordered:
+  description:
+    - With O(nodes), whether RV(order) differs from O(nodes) as given (an O(order) other than V(inventory), or
+      the resumed nodes that still hold places moved before those whose leases lapsed).
+  returned: with nodes
+  type: bool
 order_used:
   description: With O(nodes), the order taken (O(order), or what V(auto) chose).
   returned: with nodes
@@ -193,6 +199,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import order as ordering
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import plan as planner
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import rollout
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
 from ansible_collections.nmo.maintenance.plugins.module_utils.role_inputs import window_end
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
@@ -232,8 +239,11 @@ def core(client, params):
     created = {r["node"]: r.get("created") or "" for r in reports}
     order = ordering.ordered(params["nodes"], labels, created, order_used, key)
     domains = ordering.domains(order, labels, key) if keep else []
+    order = rollout.places_first(order, {n: p["resume"] for n, p in plans.items()},
+                                 {n: rollout.holds_places(r) for n, r in by_name.items()})
     return {"changed": False, "plans": plans, "missing": missing(params["nodes"], reports), "order": order,
-            "domains": domains, "order_used": order_used, "order_key_used": key}
+            "domains": domains, "order_used": order_used, "order_key_used": key,
+            "reordered": order != list(dict.fromkeys(params["nodes"]))}
 
 
 ARGUMENT_SPEC = {

@@ -143,3 +143,31 @@ def test_an_administrators_cordon_counts_against_the_zone(cluster, world, user, 
     assert_stopped(proc.output, a2, said)
     never_cordoned(audit, user, a2)
     assert cluster.client.get(f"/api/v1/nodes/{a1}")["spec"].get("unschedulable") is True
+
+
+def test_a_resumed_node_out_of_service_finishes_whatever_fills_its_zone(cluster, world, user, tmp_path):
+    """Found by the model explorer (docs/reliability.md): a run without a budget keeps a1 after a
+    failed work hook (it holds a slot, no place of zone a); an administrator cordons a2; the rerun
+    of a1 with the zone budget of 1 finds zone a full (a2's cordon, which nothing in flight
+    releases). a1 is out of service already, so finishing it gives zone a capacity back: it goes
+    on without a place of zone a and ends (rc 0). On cb8d5e5 it waited for a place until its
+    lease timeout and failed."""
+    a1, a2 = world.add_nodes(workers=2, labels={ZONE: f"{world.id}-a"})
+    inventory = write_inventory(world, tmp_path)
+    (tmp_path / "release").touch()
+    hooks = {"node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", WORK)],
+             "node_maintenance_failure_policy": "keep", "node_maintenance_concurrency": 1}
+    first = f"k{world.id}"
+    code = finished(maintain(inventory, user, tmp_path, first, [a1], {**hooks, "test_fail_nodes": [a1]}), 300)
+    assert code == 2
+    wait_run_gone(cluster.client, first)
+    assert node_clean(cluster.client, a1) is not None, "a1 is kept out of service"
+    world.cordon(a2)
+
+    more = {**hooks, "test_fail_nodes": [], "node_maintenance_budgets": zone_budget(world),
+            "node_maintenance_lease_timeout": 60}
+    proc = maintain(inventory, user, tmp_path, f"r{world.id}", [a1], more)
+    code = finished(proc, 300)
+    assert code == 0, errors(proc.output)
+    wait_clean(cluster.client, [a1])
+    assert cluster.client.get(f"/api/v1/nodes/{a2}")["spec"].get("unschedulable") is True, "the cordon stays"

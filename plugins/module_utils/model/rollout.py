@@ -48,7 +48,7 @@ from .marks import MAINTAINED_BY, QUARANTINED, is_ready
 from .record import Record
 
 BEGIN, WAIT, STOP = "begin", "wait", "stop"
-STOPPED_AFTER = "nmo.maintenance/stopped-after"  # on the run lease: <node>/<phase>
+STOPPED_AFTER = rollout_record.STOPPED_AFTER  # on the run lease (or the rollout's): <node>/<phase>
 STOPPED_PLAN = "stopped"  # the plan a node gets when the scheduler says stop (model/plan.py's kind)
 
 
@@ -347,6 +347,21 @@ def resumes_first(report: Dict[str, Any]) -> bool:
         return False
     return (holds_places(report) or (nm.get("phase") or "Pending") != "Pending"
             or bool(report.get("unschedulable") and report.get("maintenance_taints")))
+
+
+def places_first(order: Sequence[str], resumed: Mapping[str, bool], holding: Mapping[str, bool]) -> List[str]:
+    """``order`` with the resumed nodes that still hold places before the resumed nodes that
+    lost theirs (their leases lapsed), each group in the order given; every other node where it
+    was. The resumed nodes run first, a batch at a time: one that lost its leases and went first
+    would wait for a place that a resumed node after it holds, until that lease lapsed too (the
+    heartbeat renews a lease once half of it is gone, so a killed run's leases need not lapse
+    together; docs/design.md §18.3)."""
+    spots = [i for i, name in enumerate(order) if resumed.get(name)]
+    ranked = sorted((order[i] for i in spots), key=lambda name: 0 if holding.get(name) else 1)
+    out = list(order)
+    for i, name in zip(spots, ranked):
+        out[i] = name
+    return out
 
 
 def stopped_mark(node: str, phase: str) -> str:

@@ -125,6 +125,9 @@ class Look:
     domain: topology_budgets.Domain
     limit: int
     disrupted: List[str]
+    # the node is out of service already (cordoned, holding leases of ours): its going on adds
+    # nothing to the domain's count, so a place is taken when one is free and none is waited for
+    optional: bool = False
 
 
 def records_of(items: List[Dict[str, Any]], nodes: List[str]) -> Dict[str, Record]:
@@ -224,6 +227,11 @@ class Attempt:
             self._nodes = None
         self._busy = busy
         nodes = self.nodes() if self.needs_nodes else []
+        # a node resumed out of service (a gone run's, cordoned, its leases ours): every domain
+        # counts it already (topology_budgets.disrupted), a place of its or not; finishing it
+        # gives capacity back. It never waits for a place, which a domain full of nodes that
+        # nothing releases (an administrator's cordon) would make for ever (docs/design.md §18.1)
+        already_out = req.node in busy and bool((self.node.get("spec") or {}).get("unschedulable"))
         looks = []
         for domain in self.domains:
             family = leases.slots_of(seen, domain.family)
@@ -236,6 +244,9 @@ class Attempt:
                 placed = {leases.holder(s) for s in family if leases.is_valid(s, now)}
                 disrupted = topology_budgets.disrupted(of_domain, req.node, placed, busy)
             plan = leases.plan_slot(family, req.node, domain.family, limit, now, req.run_id, alive, len(disrupted))
+            if plan.blocked and already_out:
+                looks.append(Look(domain, limit, disrupted, optional=True))
+                continue
             if plan.blocked:
                 blocked = self.budget_blocked(Look(domain, limit, disrupted), plan.blockers)
                 by_name = {n["metadata"]["name"]: n for n in nodes}
@@ -270,6 +281,8 @@ class Attempt:
                 self.client, self.node, item.limit, item.domain.family, req.duration, req.namespace, req.run_id,
                 reserved=len(item.disrupted),
                 annotations={leases.BUDGET_ANNOTATION: item.domain.describe()})
+            if outcome.action == leases.BLOCKED and item.optional:
+                continue  # out of service already: it goes on without a place of this domain
             if outcome.action == leases.BLOCKED:
                 for place in reversed(taken):
                     self.give_back(place)

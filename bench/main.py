@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional
 import inventory_scale  # B8: the inventory plugin at scale (issue 26)
 import real_node  # B9: the same drain on a real node and on a kwok node (issue 34)
 import rollout_budget  # B10: a zone budget's use at concurrency 8 (issue 41)
+import rollout_slices  # B11: one rollout over AWX job slices against one process (issue 45)
 from measure import AuditLog, become_subreaper, machine
 from report import add_ratios, table, targets, targets_text
 from scenarios import (
@@ -45,6 +46,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.api.client import 
 inventory_scale.register(SCENARIOS)
 real_node.register(SCENARIOS)
 rollout_budget.register(SCENARIOS)
+rollout_slices.register(SCENARIOS)
 
 
 def log(message: str) -> None:

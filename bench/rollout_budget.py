@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Dict, List, Tuple
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, List, Tuple
 
 from scenarios import Context, Row, cleanup, measured, new_world, write_inventory
 from tools import NMO, ROOT
@@ -56,6 +57,24 @@ class OutOfService(threading.Thread):
                 "out_seconds": round(span, 1)}
 
 
+@contextmanager
+def nodes_out(ctx: Context, world_id: str, row: Row, nodes: int) -> Iterator[OutOfService]:
+    """Watch the world's cordoned nodes while the block runs; then the most and the mean out at
+    once, and the requests a node, in ``row``."""
+    watch = OutOfService(ctx.client, world_id)
+    watch.watcher.start()
+    watch.start()
+    try:
+        yield watch
+    finally:
+        watch.done.set()
+        watch.join()
+        watch.watcher.close()
+    row.extra.update(watch.summary())
+    if row.requests is not None:
+        row.extra["requests_per_node"] = round(row.requests / nodes, 1)
+
+
 def b10(ctx: Context) -> List[Row]:
     rows: List[Row] = []
     n = ZONES * PER_ZONE
@@ -78,18 +97,8 @@ def b10(ctx: Context) -> List[Row]:
                      "node_maintenance_budgets": [{"topology_key": ZONE, "max": MAX}],
                      "node_maintenance_lease_timeout": 900}
             args = ["-i", inventory, "-l", "workers", "-f", str(CONCURRENCY), "-e", json.dumps(extra)]
-            watch = OutOfService(ctx.client, world.id)
-            watch.watcher.start()
-            watch.start()
-            try:
+            with nodes_out(ctx, world.id, row, n):
                 measured(ctx, row, lambda a=args: ctx.tools.playbook(NMO, ROOT / "playbooks" / "maintenance.yml", a, 3600))
-            finally:
-                watch.done.set()
-                watch.join()
-                watch.watcher.close()
-            row.extra.update(watch.summary())
-            if row.requests is not None:
-                row.extra["requests_per_node"] = round(row.requests / n, 1)
             ctx.log(f"  B10 order {order}: {row.extra}")
         finally:
             cleanup(ctx, world)

@@ -171,6 +171,13 @@ class Tools:
         run.extra["slowest_tasks"] = slowest_tasks(run.stdout)
         return run
 
+    def shell(self, tool: str, script: str, timeout: float, cwd: Optional[str] = None) -> Run:
+        """``script`` under /bin/sh with the tool's Ansible environment (B11: several playbooks at
+        once, measured as one tree); the task results are not recorded."""
+        env = self.ansible_env(tool, os.devnull)
+        env["ANSIBLE_CALLBACKS_ENABLED"] = "ansible.posix.profile_tasks"
+        return run_measured(["/bin/sh", "-c", script], env, timeout, cwd=cwd or str(ROOT))
+
     # -- one node's drain (B1-B3) -----------------------------------------------------------------
     def drain(self, tool: str, node: str, timeout: float, **kw: Any) -> Run:
         if tool == KUBECTL:

@@ -27,7 +27,8 @@ import yaml
 from helpers import ROOT, ansible_env
 from topology import WORLD_LABEL, wait_for
 
-from .maintenance_support import NodeRecorder, maintenance_of, slot_prefix, wait_clean
+from .blocked_support import DRAIN_TIMEOUT, block
+from .maintenance_support import NodeRecorder, Run, maintenance_of, slot_prefix, wait_clean
 from .rollout_support import write_hook
 
 pytestmark = [pytest.mark.cluster, pytest.mark.side_lane]  # CI: beside the main suite (hack/test)
@@ -125,6 +126,10 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
                      "the failure of slice 1 said on the rollout's lease")
             notes = rollout_lease(cluster.client, rollout)["metadata"]["annotations"]
             assert notes["nmo.maintenance/stopped-run"] == "awx-9101", notes
+            status = Run("status.yml", "localhost,", user.kubeconfig, args=["-c", "local"])
+            assert status.wait(120) == 0, status.output[-3000:]
+            assert (f"rollout {rollout}: STOPPED after {failing} failed (in the work phase, run awx-9101): no node "
+                    "of it begins; ") in status.output, status.output[-3000:]
             (tmp_path / f"{passing}.word").write_text("pass")  # a place is free again
             assert slices[1].wait(300) == 2, slices[1].output[-3000:]
             # a slice that starts after the stop begins nothing
@@ -139,6 +144,18 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
             said = late.output
             assert f"not started: rollout {rollout} stopped after {failing} failed" in said, said[-3000:]
             assert "run awx-9101, another run of the rollout" in said, said[-3000:]
+        # one report for the rollout: each slice's in a folder of its own, the merge of all beside them
+        reports = tmp_path / "reports"
+        assert sorted(p.name for p in reports.iterdir() if p.is_dir()) == ["awx-9101", "awx-9102", "awx-9103"]
+        merged = json.loads((reports / "report.json").read_text())
+        assert merged["run"]["id"] == rollout and sorted(merged["run"]["runs"]) == ["awx-9101", "awx-9102", "awx-9103"]
+        outcomes = {n["name"]: n["outcome"] for n in merged["nodes"]}
+        assert outcomes == {failing: "failed", passing: "succeeded", **{n: "not started" for n in two + three}}, outcomes
+        assert merged["run"]["outcome"] == "failed"
+        rebuilt = Run("report.yml", "localhost,", user.kubeconfig, args=["-c", "local"],
+                      extra_vars={"rollout": rollout, "report_dir": str(reports)})
+        assert rebuilt.wait(120) == 0, rebuilt.output[-3000:]
+        assert "changed=0" in rebuilt.output and f"rollout {rollout}: 6 node(s) of 3 run(s), failed" in rebuilt.output
     finally:
         for node in workers:
             (tmp_path / f"{node}.word").write_text("pass")
@@ -149,3 +166,47 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
         if rollout_lease(cluster.client, rollout):
             cluster.client.delete(f"{LEASES}/nmo-rollout-{rollout}")  # kept a day otherwise
     wait_clean(cluster.client, [n for n in workers if n != failing])
+
+
+def test_max_blocked_bounds_the_rollout_not_each_slice(cluster, world, user, tmp_path):
+    """Two slices, each with a node whose drain a PodDisruptionBudget blocks, skip with
+    max_blocked 1, concurrency 1: the first blocked node of the rollout is skipped, the second
+    (in the other slice) is one too many and stops the rollout. On 4033560 each slice counted
+    its own: both were skipped and the rollout went on."""
+    workers = world.add_nodes(workers=4)
+    one, two = sliced(workers, 2)
+    for node, app in ((one[0], "db1"), (two[0], "db2")):
+        block(world, node, app)
+    workflow = int(world.id, 16) % 100000 + 100000
+    rollout = f"awx-wf-{workflow}"
+    extra = {"awx_workflow_job_id": workflow, "node_maintenance_concurrency": 1, "node_maintenance_order": "inventory",
+             "node_maintenance_on_blocked": "skip", "node_maintenance_max_blocked": 1,
+             "node_maintenance_preflight": "warn", "node_maintenance_drain": {"timeout": DRAIN_TIMEOUT},
+             "node_maintenance_settle_timeout": 0, "node_maintenance_lease_timeout": 300,
+             "node_maintenance_report_dir": str(tmp_path / "reports")}
+    slices = [Slice(tmp_path / "slice-1", world, one, user.kubeconfig, 9201, extra),
+              Slice(tmp_path / "slice-2", world, two, user.kubeconfig, 9202, extra)]
+    try:
+        codes = [s.wait(600) for s in slices]
+        blocked = [one[0], two[0]]
+        records = {n: maintenance_of(cluster.client, n) for n in blocked}
+        failed = [n for n in blocked if records[n] is not None]
+        assert len(failed) == 1, ({n: (r or {}).get("status") for n, r in records.items()},
+                                  [s.output[-2000:] for s in slices])
+        (second,) = failed
+        (first,) = [n for n in blocked if n != second]
+        status = records[second]["status"]
+        assert status["phase"] == "Failed", status
+        assert status["lastError"].startswith(
+            f"its drain is blocked, the 2nd blocked node of rollout {rollout}: more than node_maintenance_max_blocked "
+            "(1) stops the rollout. "), status
+        notes = rollout_lease(cluster.client, rollout)["metadata"]["annotations"]
+        assert notes["nmo.maintenance/blocked"] == first and notes["nmo.maintenance/stopped-after"].startswith(second)
+        assert sorted(codes) != [0, 0], codes
+    finally:
+        for s in slices:
+            if s.proc.poll() is None:
+                s.proc.kill()
+                s.proc.wait()
+        if rollout_lease(cluster.client, rollout):
+            cluster.client.delete(f"{LEASES}/nmo-rollout-{rollout}")

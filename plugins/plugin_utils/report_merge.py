@@ -100,7 +100,7 @@ def merge(reports: List[Dict[str, Any]], rollout: str, notes: Optional[List[str]
     outcome = "failed" if failed or worst == 2 else "partial" if worst == 1 else "succeeded"
     said = [f"run {r['id']}: {note}" for r in reports for note in (r.get("notes") or [])]
     return {
-        "$schema": first.get("$schema") or reports[0].get("$schema"),
+        "$schema": reports[0].get("$schema"),
         "version": max(int(r.get("version") or 0) for r in reports),
         "run": {
             "id": rollout,

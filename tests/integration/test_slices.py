@@ -90,9 +90,6 @@ class Slice:
         path = self.directory / "artifacts" / "job" / "stdout"
         return path.read_text(errors="replace") if path.exists() else ""
 
-    def rc(self) -> int:
-        return int((self.directory / "artifacts" / "job" / "rc").read_text().strip())
-
 
 def rollout_lease(client: Any, rollout: str) -> Dict[str, Any]:
     return client.get_or_none(f"{LEASES}/nmo-rollout-{rollout}") or {}

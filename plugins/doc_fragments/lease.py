@@ -104,4 +104,12 @@ options:
       - While waiting, the wait stops when this run is gone or the C(NodeMaintenance) is
         deleted, before anything is taken.
     type: str
+  rollout:
+    description:
+      - The rollout that run O(run_id) is part of, as M(nmo.maintenance.nmo_run) returned it
+        (RV(nmo.maintenance.nmo_run#module:rollout)). Read only in check mode, where the run's
+        start wrote no run lease to say it; a real run's rollout is the one its run lease names.
+      - With it, check mode tells what the run would do in a rollout of several runs, where a node
+        of a rollout that another run stopped is V(stopped), as in the run.
+    type: str
 """

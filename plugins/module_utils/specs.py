@@ -56,6 +56,7 @@ LEASE: Spec = {
     "etcd_pod_namespace": {"type": "str", "default": "kube-system"},
     "etcd_guard_namespace": {"type": "str", "default": "openshift-etcd"},
     "run_id": {"type": "str"},
+    "rollout": {"type": "str"},
     "budgets": {"type": "list", "elements": "dict", "default": []},
     "control_plane_concurrency": {"type": "int", "default": 1},
 }

@@ -10,8 +10,9 @@ Three slices of one sliced job over six workers, concurrency 2 (the rollout's), 
 that holds each node until the test says pass or fail. Slice 1 starts and takes both places;
 slice 2 starts and waits for one; slice 1's first node fails; its second passes and frees a
 place. Slice 2 must begin nothing (it stopped with the rollout), and slice 3, started after
-the failure, nothing either. On 4033560 (each slice a rollout of its own) slice 2 took the
-freed place and maintained its nodes, and so did slice 3.
+the failure, nothing either, and its check mode says so first. Then AWX's relaunch of the
+workflow (new ids, the same campaign) resumes the rollout. On 4033560 (each slice a rollout of
+its own) slice 2 took the freed place and maintained its nodes, and so did slice 3.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Slice:
     inventory and the extra variables AWX gives it."""
 
     def __init__(self, directory: Path, world: Any, hosts: List[str], kubeconfig: str, job_id: int,
-                 extra: Dict[str, Any]) -> None:
+                 extra: Dict[str, Any], check: bool = False) -> None:
         self.directory = directory
         (directory / "inventory").mkdir(parents=True)
         (directory / "env").mkdir()
@@ -79,7 +80,8 @@ class Slice:
         env.pop("ANSIBLE_CALLBACKS_ENABLED", None)  # the runner's own event callback, as under AWX
         runner = str(Path(sys.executable).parent / "ansible-runner")
         self.proc = subprocess.Popen(
-            [runner, "run", str(directory), "-p", str(ROOT / "playbooks" / "maintenance.yml"), "--ident", "job"],
+            [runner, "run", str(directory), "-p", str(ROOT / "playbooks" / "maintenance.yml"), "--ident", "job",
+             *(["--cmdline", "--check"] if check else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT), start_new_session=True)
 
     def wait(self, timeout: float) -> int:
@@ -104,7 +106,8 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
     extra = {"awx_workflow_job_id": workflow, "node_maintenance_concurrency": 2,
              "node_maintenance_lease_timeout": 240, "node_maintenance_order": "inventory",
              "node_maintenance_hooks_work": [write_hook(tmp_path, "work.yml", WORK)],
-             "test_dir": str(tmp_path), "node_maintenance_report_dir": str(tmp_path / "reports")}
+             "test_dir": str(tmp_path), "node_maintenance_report_dir": str(tmp_path / "reports"),
+             "node_maintenance_campaign": f"night-{world.id}"}
 
     def in_work(node: str) -> bool:
         return (tmp_path / f"{node}.work").exists()
@@ -129,6 +132,12 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
                     "of it begins; ") in status.output, status.output[-3000:]
             (tmp_path / f"{passing}.word").write_text("pass")  # a place is free again
             assert slices[1].wait(300) == 2, slices[1].output[-3000:]
+            # check mode says what the late slice will do: its run wrote no lease, yet it sees the stop
+            checked = Slice(tmp_path / "slice-3-check", world, three, user.kubeconfig, 9103,
+                            {**extra, "node_maintenance_report_dir": str(tmp_path / "check")}, check=True)
+            assert checked.wait(300) == 2, checked.output[-3000:]
+            assert f"not started: rollout {rollout} stopped after {failing} failed" in checked.output, \
+                checked.output[-3000:]
             # a slice that starts after the stop begins nothing
             slices.append(Slice(tmp_path / "slice-3", world, three, user.kubeconfig, 9103, extra))
             assert slices[2].wait(300) == 2, slices[2].output[-3000:]
@@ -153,6 +162,24 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
                       extra_vars={"rollout": rollout, "report_dir": str(reports)})
         assert rebuilt.wait(120) == 0, rebuilt.output[-3000:]
         assert "changed=0" in rebuilt.output and f"rollout {rollout}: 6 node(s) of 3 run(s), failed" in rebuilt.output
+
+        # AWX's relaunch of the failed workflow: new workflow and job ids, the same extra
+        # variables. The campaign resumes the rollout as a rerun does: the node it finished is
+        # skipped, every other one is maintained, the rollout's concurrency still held.
+        for node in workers:
+            (tmp_path / f"{node}.word").write_text("pass")
+        again = {**extra, "awx_workflow_job_id": workflow + 1, "node_maintenance_report_dir": str(tmp_path / "again")}
+        with NodeRecorder(cluster.client, world) as seen_again:
+            slices += [Slice(tmp_path / f"relaunch-{i}", world, share, user.kubeconfig, 9110 + i, again)
+                       for i, share in enumerate((one, two, three), 1)]
+            codes = [s.wait(600) for s in slices[3:]]
+        assert codes == [0, 0, 0], [s.output[-2000:] for s in slices[3:]]
+        assert set(seen_again.order) == set(workers) - {passing}, seen_again.order
+        assert seen_again.most_at_once <= 2, seen_again.history
+        relaunched = json.loads((tmp_path / "again" / "report.json").read_text())
+        assert relaunched["run"]["id"] == f"awx-wf-{workflow + 1}" and relaunched["run"]["outcome"] == "succeeded"
+        assert {n["name"]: n["outcome"] for n in relaunched["nodes"]}[passing] == "skipped", relaunched["nodes"]
+        wait_clean(cluster.client, workers)
     finally:
         for node in workers:
             (tmp_path / f"{node}.word").write_text("pass")
@@ -160,9 +187,9 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
             if s.proc.poll() is None:
                 s.proc.kill()
                 s.proc.wait()
-        if rollout_lease(cluster.client, rollout):
-            cluster.client.delete(f"{LEASES}/nmo-rollout-{rollout}")  # kept a day otherwise
-    wait_clean(cluster.client, [n for n in workers if n != failing])
+        for name in (rollout, f"awx-wf-{workflow + 1}"):
+            if rollout_lease(cluster.client, name):
+                cluster.client.delete(f"{LEASES}/nmo-rollout-{name}")  # kept a day otherwise
 
 
 def test_max_blocked_bounds_the_rollout_not_each_slice(cluster, world, user, tmp_path):

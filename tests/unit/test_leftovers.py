@@ -161,6 +161,7 @@ def test_the_heartbeat_ends_what_a_killed_controller_left(own_records: Path, tmp
     marks = tmp_path / "marks"
     controller = subprocess.Popen([sys.executable, "-c", FAKE_PLAYBOOK, str(marks)], start_new_session=True)
     try:
+        wait_for(lambda: leftovers.anchor_stack(controller.pid), 30, "the controller's stack address")
         tracker = leftovers.Tracker("r-1", controller.pid, run.process_start(controller.pid))
         wait_for(lambda: marks.exists() and tracker.note() is None and tracker.doc["workers"], 30,
                  "the fake worker in its hook")
@@ -211,6 +212,8 @@ def test_the_heartbeat_never_ends_the_next_run_of_the_same_command(own_records: 
     controller = subprocess.Popen(argv, start_new_session=True)
     following = None
     try:
+        # the kernel says a new program's stack a moment after its exec: a heartbeat starts long after
+        wait_for(lambda: leftovers.anchor_stack(controller.pid), 30, "the controller's stack address")
         tracker = leftovers.Tracker("r-3", controller.pid, run.process_start(controller.pid))
         assert tracker.doc["stack"] and tracker.note() is None and tracker.doc["workers"] == []
         go.touch()  # the worker is forked after the last note

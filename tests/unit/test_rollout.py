@@ -9,6 +9,7 @@ way they do in a run, and the table says what the scheduler makes of each.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Dict, List, Optional
 
@@ -400,6 +401,23 @@ def test_a_failure_in_another_slice_stops_every_slice_and_fails_it(me):
     # the slice whose node failed: its own stop, failed by that node
     own = decide(seen, "w2", 2, False, run=SLICE_A)
     assert own.action == rollout.STOP and not own.fails_run and own.say.startswith("not started: the run stopped")
+
+
+def test_check_mode_sees_another_slices_stop_through_the_rollout_it_is_told():
+    # check mode's run wrote no run lease: the rollout comes from nmo_run's answer (begin.yml)
+    check = "check-1"
+    seen = [slice_lease(SLICE_A), the_rollout("w1/work", SLICE_A)]
+    told = rollout.state_of(seen, check, NOW, unwritten_rollout=WORKFLOW)
+    told = replace(told, alive=told.alive | {check})  # as disruption.scheduled makes it in check mode
+    verdict = rollout.decide("w3", told, [])
+    assert verdict.action == rollout.STOP and verdict.fails_run and "rollout awx-wf-77 stopped after w1" in verdict.say
+    # untold (or told its own id: a run alone) it sees no stop, as before
+    for unwritten in ("", check):
+        state = replace(rollout.state_of(seen, check, NOW, unwritten_rollout=unwritten), alive=frozenset({check}))
+        assert rollout.decide("w3", state, []).action != rollout.STOP
+    # a real run's rollout is the one its run lease names, whatever it is told
+    real = rollout.state_of([slice_lease(SLICE_B, "awx-wf-5"), *seen], SLICE_B, NOW, unwritten_rollout=WORKFLOW)
+    assert real.rollout == "awx-wf-5" and rollout.decide("w3", real, []).action != rollout.STOP
 
 
 def test_a_blocker_that_failed_in_a_live_slice_stops_before_the_mark():

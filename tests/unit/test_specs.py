@@ -37,7 +37,8 @@ ROLE_RENAMED = {"node_maintenance_lease_duration": ("nmo_maintenance", "duration
 # where the role differs on purpose; its argument_specs must say so ("on purpose")
 ROLE_DIFFERS = {"node_maintenance_lease_timeout": ("nmo_maintenance", "timeout")}
 # the lease options the role has no variable for, or makes its own value of (the run's id)
-ROLE_NOT_LEASE = {"wait", "timeout", "duration", "run_id"}
+# the role's node_maintenance_rollout is nmo_run's (the begin is told the run's, in check mode)
+ROLE_NOT_LEASE = {"wait", "timeout", "duration", "run_id", "rollout"}
 
 
 def role_to_module() -> Dict[str, Any]:

@@ -157,14 +157,16 @@ def _held_by(lease: Dict[str, Any], prefix: str) -> str:
 
 
 def state_of(seen: Sequence[Dict[str, Any]], run_id: str, now: datetime,
-             prefix: str = leases.SLOT_PREFIX, records: Optional[Mapping[str, Record]] = None) -> State:
+             prefix: str = leases.SLOT_PREFIX, records: Optional[Mapping[str, Record]] = None,
+             unwritten_rollout: str = "") -> State:
     """The scheduler's state from one list of the leases namespace, at the server's ``now``,
-    and the progress records of the holders (by node; a holder without one failed nowhere)."""
+    and the progress records of the holders (by node; a holder without one failed nowhere).
+    ``unwritten_rollout``: the run's rollout when its run lease is not there to say it (check mode)."""
     alive = frozenset(leases.alive_run_ids(list(seen), now))
     run_lease = leases.named(list(seen), leases.RUN_LEASE_PREFIX + run_id) if run_id else None
-    record = rollout_record.record_lease(seen, run_id)
+    rollout_id = rollout_record.rollout_of(run_lease) if run_lease is not None else unwritten_rollout
+    record = rollout_record.record_lease(seen, run_id, rollout_id)
     stopped = Mark.parse(_annotations(record or {}).get(STOPPED_AFTER))
-    rollout_id = rollout_record.rollout_of(run_lease)
     shared = rollout_record.shared(run_id, rollout_id)
     siblings = rollout_record.runs_of(seen, rollout_id, now) - {run_id} if shared else frozenset()
     stopped_run = _annotations(record or {}).get(rollout_record.STOPPED_RUN, "") if shared and stopped else ""

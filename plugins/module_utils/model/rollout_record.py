@@ -71,12 +71,14 @@ def rollout_of(run_lease: Optional[Lease]) -> str:
     return annotations(run_lease).get(ROLLOUT_ANNOTATION) or ""
 
 
-def record_lease(seen: Sequence[Lease], run_id: str) -> Optional[Lease]:
+def record_lease(seen: Sequence[Lease], run_id: str, rollout_id: Optional[str] = None) -> Optional[Lease]:
     """Where the run's rollout keeps its stop and its count of blocked nodes, in one list of the
     leases namespace: the rollout's lease when the run is part of a shared rollout (and it is
-    there), else the run lease."""
+    there), else the run lease. ``rollout_id``: the rollout when known already, else the one the
+    run lease names."""
     run_lease = leases.named(list(seen), leases.RUN_LEASE_PREFIX + run_id) if run_id else None
-    rollout_id = rollout_of(run_lease)
+    if rollout_id is None:
+        rollout_id = rollout_of(run_lease)
     if shared(run_id, rollout_id):
         found = leases.named(list(seen), lease_name(rollout_id))
         if found is not None:

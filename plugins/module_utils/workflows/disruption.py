@@ -52,6 +52,8 @@ class Request:
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
     namespace: str = leases.LEASE_NAMESPACE
     run_id: str = ""  # the playbook run this is for (run.py); empty outside a run
+    # its rollout as nmo_run said it: only check mode reads it, since its run wrote no run lease
+    rollout: str = ""
     # operator mode: NMO takes the node lease itself, and every NodeMaintenance it is working
     # on (made by anyone) counts against the concurrency like a slot
     operator: bool = False
@@ -69,6 +71,7 @@ class Request:
         return cls(node=params["node"], concurrency=params["concurrency"], duration=params["duration"],
                    slot_prefix=params["slot_prefix"], wait=params["wait"], timeout=params["timeout"],
                    maintenance=maintenance_name, run_id=params.get("run_id") or "",
+                   rollout=params.get("rollout") or "",
                    budgets=params.get("budgets") or [],
                    control_plane_concurrency=1 if params.get("control_plane_concurrency") is None
                    else params["control_plane_concurrency"],
@@ -154,8 +157,10 @@ def scheduled(client: Client, req: Request, seen: List[leases.Lease], blockers: 
     out = blocked.out if blocked is not None else []
     asked = blockers + [o.node for o in out if o.node not in blockers]
     found = records(asked) if records is not None and asked else {}
-    state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix, found)
-    if client.dry_run:  # check mode: its run writes no run lease, yet is the run the rule asks for
+    # check mode: its run wrote no run lease, yet is the run the rule asks for, in its rollout
+    state = rollout.state_of(seen, req.run_id, client.server_now(), req.slot_prefix, found,
+                             req.rollout if client.dry_run else "")
+    if client.dry_run:
         state = replace(state, alive=state.alive | {req.run_id})
     decision = rollout.decide(req.node, state, blockers, blocked.limit if blocked is not None else None, out,
                               blocked.domain if blocked is not None else "")

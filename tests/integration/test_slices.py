@@ -18,6 +18,8 @@ its own) slice 2 took the freed place and maintained its nodes, and so did slice
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,11 +83,34 @@ class Slice:
         runner = str(Path(sys.executable).parent / "ansible-runner")
         self.proc = subprocess.Popen(
             [runner, "run", str(directory), "-p", str(ROOT / "playbooks" / "maintenance.yml"), "--ident", "job",
-             *(["--cmdline", "--check"] if check else [])],
+             *(["--cmdline=--check"] if check else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env, cwd=str(ROOT), start_new_session=True)
 
     def wait(self, timeout: float) -> int:
         return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        """The runner and its ansible-playbook, which the runner starts in a session of its own
+        (a pty): a slice left running would hold its job id's run lease for the next test."""
+        if self.proc.poll() is not None:
+            return
+        tree, found = {self.proc.pid}, True
+        while found:
+            found = False
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    pid, ppid = int(stat.parent.name), int(stat.read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    found = True
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
 
     @property
     def output(self) -> str:
@@ -184,9 +209,7 @@ def test_slices_share_the_stop_and_the_concurrency_and_a_late_slice_begins_nothi
         for node in workers:
             (tmp_path / f"{node}.word").write_text("pass")
         for s in slices:
-            if s.proc.poll() is None:
-                s.proc.kill()
-                s.proc.wait()
+            s.kill()
         for name in (rollout, f"awx-wf-{workflow + 1}"):
             if rollout_lease(cluster.client, name):
                 cluster.client.delete(f"{LEASES}/nmo-rollout-{name}")  # kept a day otherwise
@@ -229,8 +252,6 @@ def test_max_blocked_bounds_the_rollout_not_each_slice(cluster, world, user, tmp
         assert sorted(codes) != [0, 0], codes
     finally:
         for s in slices:
-            if s.proc.poll() is None:
-                s.proc.kill()
-                s.proc.wait()
+            s.kill()
         if rollout_lease(cluster.client, rollout):
             cluster.client.delete(f"{LEASES}/nmo-rollout-{rollout}")

@@ -44,10 +44,9 @@ kver="-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
  -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$v_minor"
 (
   cd "$pins/k8s"
-  for cmd in "${built[@]}"; do
-    echo "building $cmd $KUBERNETES_VERSION" >&2
-    go build -trimpath -ldflags "-s -w $kver" -o "$bin.partial/$cmd" "k8s.io/kubernetes/cmd/$cmd"
-  done
+  # one go build for the three (hack/build.sh says why)
+  echo "building ${built[*]} $KUBERNETES_VERSION" >&2
+  go build -trimpath -ldflags "-s -w $kver" -o "$bin.partial/" "${built[@]/#/k8s.io/kubernetes/cmd/}"
 )
 # Hard links where the caches share a file system (no copy of ~150 MB), a copy otherwise.
 for b in "${reused[@]}"; do ln -f "$current/$b" "$bin.partial/$b" 2>/dev/null || cp "$current/$b" "$bin.partial/$b"; done

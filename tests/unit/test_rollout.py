@@ -276,7 +276,7 @@ def node_obj(name: str, cordoned: bool = False, ready: bool = True, quarantined:
 
 
 def out_of(seen: List[Dict[str, Any]], *nodes: Dict[str, Any]) -> List[rollout.OutOfService]:
-    busy = {n for n in (rollout.state_of(seen, ME, NOW).holders)}
+    busy = set(rollout.state_of(seen, ME, NOW).holders)
     return [rollout.OutOfService.of(n, n["metadata"]["name"] in busy) for n in nodes]
 
 

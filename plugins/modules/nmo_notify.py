@@ -24,6 +24,8 @@ description:
   - Needs no Kubernetes connection; it is not in the C(nmo.maintenance.nmo) action group.
 author:
   - nmo.maintenance maintainers (@nmo-maintenance)
+extends_documentation_fragment:
+  - nmo.maintenance.notify
 attributes:
   check_mode:
     support: full
@@ -32,33 +34,6 @@ attributes:
     support: none
     description: A message changes nothing.
 options:
-  targets:
-    description: Where to send it.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      url:
-        description: The webhook's URL (no_log, as a chat webhook's URL is its token).
-        type: str
-        required: true
-      kind:
-        description: What the URL takes.
-        type: str
-        choices: [slack, teams, webhook]
-        default: webhook
-      secret:
-        description:
-          - V(webhook) only. Signs each request with HMAC-SHA256; headers C(X-NMO-Timestamp) (Unix
-            seconds) and C(X-NMO-Signature) (C(sha256=<hex>) of C(<timestamp>.<body>)).
-        type: str
-      ca_path:
-        description: CA bundle to verify an https URL with.
-        type: path
-      validate_certs:
-        description: Verify the server's certificate.
-        type: bool
-        default: true
   event:
     description: What happened.
     type: str

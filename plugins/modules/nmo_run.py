@@ -31,6 +31,7 @@ author:
 extends_documentation_fragment:
   - nmo.maintenance.connection
   - nmo.maintenance.alertmanager
+  - nmo.maintenance.notify.run
 attributes:
   check_mode:
     support: full
@@ -103,41 +104,6 @@ options:
         ended), with the counts of the node events M(nmo.maintenance.nmo_notify) sent
         (done, failed, in maintenance).
     type: dict
-    suboptions:
-      targets:
-        description: As M(nmo.maintenance.nmo_notify)'s O(nmo.maintenance.nmo_notify#module:targets) (URLs and secrets no_log).
-        type: list
-        elements: dict
-        default: []
-        suboptions:
-          url:
-            description: The webhook's URL (no_log, as a chat webhook's URL is its token).
-            type: str
-            required: true
-          kind:
-            description: What the URL takes.
-            type: str
-            choices: [slack, teams, webhook]
-            default: webhook
-          secret:
-            description: V(webhook) only. Signs each request with HMAC-SHA256 (M(nmo.maintenance.nmo_notify) says how).
-            type: str
-          ca_path:
-            description: CA bundle to verify an https URL with.
-            type: path
-          validate_certs:
-            description: Verify the server's certificate.
-            type: bool
-            default: true
-      blocked_after:
-        description: Seconds without progress before a node is said to be blocked; 0 or none tells nothing.
-        type: int
-      report:
-        description: The run report's path, named by the C(run_finished) notification.
-        type: str
-      timeout:
-        description: Seconds for each attempt of the heartbeat's notifications (three at most per target).
-        type: float
 """
 
 EXAMPLES = r"""

@@ -21,9 +21,9 @@ then the inventory's interpreter may have it. Nothing this file imports uncondit
 outside ansible-core's stable surface, so loading the action never fails.
 
 One action serves every module (``plugins/action/nmo_maintenance.py``; the other modules'
-action files are links to it); the module it runs is the task's own. Per module, only a
-companion differs: ``nmo_drain`` and ``nmo_settle`` print their progress from a thread while
-they run (``progress``).
+action files are copies of it, each a class of NmoAction); the module it runs is the task's
+own. Per module, only a companion differs: ``nmo_drain`` and ``nmo_settle`` print their
+progress from a thread while they run (``progress``).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ def test_a_request_takes_every_lease_option_of_the_module():
     ({"etcd_pod_selector": "a in (b"}, "etcd_pod_selector"),
     ({"etcd_guard_namespace": "Bad Namespace"}, "etcd_guard_namespace"),
     ({"node": "../x"}, "node"),
+    ({"rollout": "Bad_ID"}, "rollout"),
 ])
 def test_bad_options_are_refused_by_name_before_any_request(change, option):
     with pytest.raises(InputError) as exc:

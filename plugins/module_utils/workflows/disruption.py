@@ -94,6 +94,8 @@ class Request:
         validation.namespace(self.namespace, "namespace")
         if self.run_id:
             run.validate_id(self.run_id)
+        if self.rollout:
+            run.validate_id(self.rollout, "rollout")
 
 
 @dataclass

@@ -92,9 +92,10 @@ def new_id(awx_job_id: Optional[Any] = None, now: Optional[datetime] = None) -> 
     return f"{moment}-{secrets.token_hex(3)}"
 
 
-def validate_id(run_id: str) -> str:
+def validate_id(run_id: str, what: str = "run id") -> str:
+    """A run's id, or a rollout's (``what``), as a lease name takes it; InputError else."""
     if not isinstance(run_id, str) or not _ID.match(run_id):
-        raise InputError(f"run id {run_id!r} is not valid: use 1 to 50 lower-case letters, digits and '-', "
+        raise InputError(f"{what} {run_id!r} is not valid: use 1 to 50 lower-case letters, digits and '-', "
                          "starting and ending with a letter or digit")
     return run_id
 

@@ -49,7 +49,7 @@ class Bypass:
     def message(self, concurrency: int) -> str:
         instead = INSTEAD_OF_PAUSE if self.action in PAUSES or _short(self.action) == "pause" else INSTEAD_OTHERWISE
         return (f"{self.option}: {self.path}: task '{self.task}' uses {self.action}, which bypasses Ansible's host "
-                f"loop: the free strategy that runs the nodes at node_maintenance_concurrency {concurrency} "
+                f"loop: the free strategy (host_pinned) that runs the nodes at node_maintenance_concurrency {concurrency} "
                 f"refuses it when it reaches the task, after the node was drained; {instead}, or run at "
                 "node_maintenance_concurrency 1")
 

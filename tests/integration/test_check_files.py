@@ -97,7 +97,7 @@ def test_a_pause_is_refused_above_concurrency_one_and_allowed_at_one(tmp_path):
     assert not at_one.get("failed") and not given_as_text.get("failed"), (at_one, given_as_text)
     assert at_two["failed"] and at_two["problems"] == [
         f"node_maintenance_hooks_work: {hook}: task 'Let the firmware settle' uses ansible.builtin.pause, which "
-        "bypasses Ansible's host loop: the free strategy that runs the nodes at node_maintenance_concurrency 2 "
+        "bypasses Ansible's host loop: the free strategy (host_pinned) that runs the nodes at node_maintenance_concurrency 2 "
         "refuses it when it reaches the task, after the node was drained; use ansible.builtin.wait_for with timeout "
         "instead (ansible.builtin.wait_for: {timeout: 60} waits 60 s on the node's host), or run at "
         "node_maintenance_concurrency 1"], at_two

@@ -363,6 +363,16 @@ def test_a_concurrency_above_the_forks_is_refused(concurrency, forks, refused):
         assert f"-f {want}" in said and f"ANSIBLE_FORKS={want}" in said and said.endswith("Nothing was written")
 
 
+@pytest.mark.parametrize("concurrency, batch", [
+    (1, 1), ("1", 1), (0, 1), ("x", 1), (None, 1),  # one at a time: the linear strategy's batch of one
+    (2, 2 * rollout.BATCH_TIMES), ("8", 8 * rollout.BATCH_TIMES),
+])
+def test_the_batch_is_a_bounded_multiple_of_the_concurrency(concurrency, batch):
+    """Issue 41: the place a node leaves passes to the next node of the batch at once (host_pinned),
+    so the batch is wider than the concurrency; one node at a time stays a batch of one, in order."""
+    assert rollout.batch(concurrency) == batch
+
+
 # -- a rollout of several runs (AWX job slices; model/rollout_record.py) -------------------------
 SLICE_A, SLICE_B, LATE = "awx-101", "awx-102", "awx-103"
 WORKFLOW = rollout_record.default_id(SLICE_A, 77)

@@ -313,12 +313,14 @@ def decide(node: str, state: State, blockers: Sequence[str] = (), limit: Optiona
 def forks_refusal(concurrency: Any, forks: Any) -> str:
     """Why a run cannot go at ``concurrency`` with Ansible's ``forks`` ('' when it can).
 
-    The maintenance playbook runs a batch of ``concurrency`` nodes with the free strategy, one
-    Ansible worker a host at a time, and a batch gets ``min(forks, concurrency)`` workers. A
-    begin that waits for a place (a budget, the control plane's, another run's slots) keeps
-    its worker; the node holding that place needs a worker for its next task. With fewer
-    workers than nodes in the batch, every worker can be a waiting begin: nothing moves until
-    the waits time out. So the run refuses such a concurrency before it writes anything.
+    The maintenance playbook runs its nodes with the strategy ``host_pinned``: ``min(forks,
+    batch)`` nodes at once, each keeping its Ansible worker until it ends (``batch`` below). A
+    begin that waits for a place (a budget, the control plane's, another run's slots) keeps its
+    worker, and never the one of the node holding that place. With fewer forks than the
+    concurrency the run could not have the concurrency's nodes out at once; with the free
+    strategy (the playbook's before, and a playbook of one's own) every worker could be a
+    waiting begin while the holders wait for a worker. So the run refuses such a concurrency
+    before it writes anything.
     ``forks`` unknown (0, None: an ansible-core that does not say) refuses nothing."""
     try:
         want, have = int(concurrency), int(forks or 0)
@@ -330,6 +332,28 @@ def forks_refusal(concurrency: Any, forks: Any) -> str:
             f"a node waiting for a place would hold the worker that the node holding it needs, and the batch "
             f"would stand still. Run with -f {want} (--forks {want}) or ANSIBLE_FORKS={want} (forks = {want} in "
             f"ansible.cfg; under AWX, the job template's forks), or a lower concurrency. Nothing was written")
+
+
+# Ansible's batch (``serial``) for the maintenance plays with the strategy ``host_pinned``: a
+# started node keeps its worker until its play ends, and the next node of the batch starts as
+# soon as one ends, so a place a node leaves is taken at once instead of when a batch of
+# ``concurrency`` nodes has finished. ``min(forks, batch)`` nodes are started at once (the forks
+# refusal above keeps that at least the concurrency, so no node waiting for a place ever holds
+# the worker of the node holding it); those beyond the concurrency get ready and wait in their
+# begin for a place. The batch stays bounded: the strategy scans its hosts at every result, and
+# each waiting node holds a watch and a module process. Its tail (its last nodes run below the
+# concurrency) comes once every BATCH_TIMES x concurrency nodes.
+BATCH_TIMES = 4
+
+
+def batch(concurrency: Any) -> int:
+    """``serial`` for the maintenance plays: BATCH_TIMES x the concurrency; one node at a time
+    (the linear strategy, in order): 1."""
+    try:
+        want = max(1, int(concurrency))
+    except (TypeError, ValueError):
+        return 1
+    return 1 if want == 1 else BATCH_TIMES * want
 
 
 # -- a rerun's order --------------------------------------------------------------------------

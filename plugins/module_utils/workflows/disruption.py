@@ -492,7 +492,9 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         if moved == state["moved"] and failures == state["failures"] and not lapsed and not resync:
             return None
         state.update(moved=moved, failures=failures, at=time.monotonic())
-        outcome = attempt.run()
+        # the leases as the watch has them, not a list a look: a write made on a view a moment
+        # old conflicts and the write's own retry lists afresh (stores/leases.py)
+        outcome = attempt.run(list(watchers[0].objects.values()))
         if isinstance(outcome, Acquired):
             return outcome
         if outcome.never:

@@ -68,8 +68,13 @@ def labels_of(world: Any, name: str, zone: str) -> Dict[str, str]:
 def playbook(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency: int, budgets: List[Any],
              more: Dict[str, Any], limit: Optional[List[str]] = None) -> Run:
     """maintenance.yml as the least-privilege user, at ``concurrency`` with ``budgets``; its report
-    in tmp_path/<run_id>."""
-    return Run("maintenance.yml", inventory, user.kubeconfig, args=["-l", ",".join(limit)] if limit else [],
+    in tmp_path/<run_id>. Forks equal to the concurrency: as many nodes started at once as may be
+    out, the next when one ends, so a case's nodes go in its order and a node after the first
+    ``concurrency`` starts only once one of them ended (with more forks, nodes started ahead may
+    begin before a failure's stop mark is written: the chaos explorer draws forks and checks the
+    stop against the mark)."""
+    forks = ["-f", str(max(1, concurrency))]
+    return Run("maintenance.yml", inventory, user.kubeconfig, args=forks + (["-l", ",".join(limit)] if limit else []),
                extra_vars={
         "node_maintenance_run_id": run_id, "node_maintenance_concurrency": concurrency,
         "node_maintenance_budgets": budgets, "node_maintenance_lease_timeout": LEASE_TIMEOUT,

@@ -7,9 +7,9 @@ all). Once in the inventory's order (``node_maintenance_order: inventory``, the 
 issue 41: a batch is one zone's nodes, of which 2 may go) and once in the default order
 (``auto``: the zones interleaved), with Ansible's forks 8 (the concurrency: the fewest the run
 accepts); then the default order with forks 16, where up to 8 more nodes get ready and wait in
-their begin for a place (the strategy host_pinned starts as many nodes as the forks allow). A watch of the world's nodes gives how many
-are cordoned at once: the most, and the mean over time from the first cordon to the last
-uncordon. The requests a node are the audit log's, as B6 counts them.
+their begin for a place (the strategy host_pinned starts as many nodes as the forks allow). A
+watch of the world's nodes gives how many are cordoned at once: the most, and the mean over
+time from the first cordon to the last uncordon. The requests a node are the audit log's, as B6 counts them.
 """
 
 from __future__ import annotations

@@ -71,8 +71,8 @@ def playbook(inventory: str, user: Any, tmp_path: Path, run_id: str, concurrency
     in tmp_path/<run_id>. Forks equal to the concurrency: as many nodes started at once as may be
     out, the next when one ends, so a case's nodes go in its order and a node after the first
     ``concurrency`` starts only once one of them ended (with more forks, nodes started ahead may
-    begin before a failure's stop mark is written: the chaos explorer draws forks and checks the
-    stop against the mark)."""
+    begin before a failure's stop mark is written: the chaos explorer runs at Ansible's default
+    forks, 5, above its concurrencies of 1 to 4, and checks the stop against the mark)."""
     forks = ["-f", str(max(1, concurrency))]
     return Run("maintenance.yml", inventory, user.kubeconfig, args=forks + (["-l", ",".join(limit)] if limit else []),
                extra_vars={

@@ -6,18 +6,27 @@ The playbooks run as an operator runs them after an incident: without the invent
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import threading
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import pytest
 from helpers import run_module, run_playbook
+from topology import wait_for
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import CORDONED_BEFORE, QUARANTINED
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import disruption, lifecycle
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import (
+    disruption,
+    ending_runs,
+    leftovers,
+    lifecycle,
+)
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 
-from .maintenance_support import LEASES, leases_naming, maintenance_of, node_clean, slot_prefix, wait_clean
+from .maintenance_support import LEASES, AuditLog, leases_naming, maintenance_of, node_clean, slot_prefix, wait_clean
 
 pytestmark = [pytest.mark.cluster]
 
@@ -210,3 +219,44 @@ def test_recover_ends_what_no_live_run_holds_and_never_what_is_not_ours(cluster,
         assert again.last("nmo_recover")["recovered"] == []
     finally:
         runs.stop(client, live_run)
+
+
+def test_a_run_that_has_just_ended_here_is_gone_to_recover_started_at_once(cluster, world):
+    """recover.yml run the instant a failed run ended, as its last line says: the run's
+    ansible-playbook is gone but its heartbeat has not yet deleted its run lease. Recover takes
+    that run for what it is, ending (workflows/ending_runs.py): it waits for the delete, then
+    ends the node's maintenance, instead of refusing a run "which is alive"."""
+    (node,) = world.add_nodes(workers=1)
+    client = cluster.client
+    ended_run = f"t{world.id}-ended"
+    dead = subprocess.Popen(["true"])  # a process of this machine that ran and is reaped
+    dead.wait()
+    # its run lease names that process as its controller (host/pid/start), on this boot
+    runs.start(client, ended_run, f"{socket.gethostname()}/{dead.pid}/1", boot=leftovers.boot_id())
+    lease_path = f"{LEASES}/{runs.lease_name(ended_run)}"
+    lifecycle.begin(client, options(world, node, ended_run))
+    maintenance.update_status(client, maintenance_of(client, node), {"phase": "Failed", "lastError": "flash failed"})
+
+    # with nobody to delete it, the wait ends by its timeout and the lease is left to lapse
+    _seen, waited = ending_runs.settle(client, timeout=0.5)
+    assert ended_run in waited and client.get_or_none(lease_path) is not None
+
+    # the heartbeat's delete comes once recover.yml has read the leases (then recover waits)
+    audit = AuditLog(cluster)
+
+    def heartbeat() -> None:
+        wait_for(lambda: any(e.get("verb") == "list" and (e.get("objectRef") or {}).get("resource") == "leases"
+                             and e.get("userAgent", "").startswith("nmo.maintenance") for e in audit.entries()),
+                 120, "recover.yml to list the leases")
+        client.delete(lease_path)
+
+    deleter = threading.Thread(target=heartbeat, daemon=True)
+    deleter.start()
+    recovered = playbook("recover.yml", cluster, {"nmo_nodes": node})
+    deleter.join(10)
+    assert recovered.rc == 0, recovered.stdout[-3000:]
+    said = recovered.last("nmo_recover")["said"]
+    assert any(line.startswith(f"{node}: maintenance ended") and f"run {ended_run}, which is gone" in line
+               for line in said), said
+    assert maintenance_of(client, node) is None
+    wait_clean(client, [node])

@@ -244,7 +244,8 @@ def _ended(tracker: Optional[leftovers.Tracker], client: Client) -> None:
 
 
 def anchor_check(pid: int, started: Optional[str]) -> Callable[[], bool]:
-    return lambda: run.process_start(pid) == started
+    """Whether ``ansible-playbook`` still runs; exited and not yet reaped (a zombie) is gone."""
+    return lambda: started is not None and leftovers.anchor_runs(pid, int(started))
 
 
 def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int, namespace: str,
@@ -278,8 +279,11 @@ def daemonize_and_loop(options: ConnectionOptions, run_id: str, anchor_pid: int,
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         if started is not None:  # a controller gone before the fork: nothing to beat for
             tracker = leftovers.Tracker(run_id, anchor_pid, started, client.host)
+            # between two looks it waits on the controller's exit, not a plain second: the run
+            # lease goes the moment ansible-playbook does (workflows/ending_runs.py)
             loop(client, run_id, anchor_check(anchor_pid, started), namespace, duration,
-                 watches=Watches(alertmanager, notify_params), tracker=tracker)
+                 sleep=leftovers.exit_waiter(anchor_pid), watches=Watches(alertmanager, notify_params),
+                 tracker=tracker)
     except BaseException:  # pylint: disable=broad-except
         pass
     os._exit(0)

@@ -72,6 +72,33 @@ def read_proc(pid: int, root: str = "/proc") -> Optional[model.Proc]:
         return None
 
 
+def anchor_runs(pid: int, start: int, root: str = "/proc") -> bool:
+    """Whether the process of ``pid`` that started at ``start`` (clock ticks since boot) still
+    runs: not gone, its PID not another process's, and no zombie (an exited process its parent
+    has not reaped yet is gone for every purpose here)."""
+    proc = read_proc(pid, root)
+    return proc is not None and proc.start == start and proc.state not in ("Z", "X")
+
+
+def exit_waiter(pid: int) -> Callable[[float], None]:
+    """A pause of up to the seconds given that ends as soon as process ``pid`` exits: on its
+    pidfd where the kernel has them (readable once the process has exited), else a plain sleep.
+    The pidfd is opened once and lives as long as the process that asked (the heartbeat)."""
+    try:
+        fd = os.pidfd_open(pid)  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        return time.sleep
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+
+    def pause(seconds: float) -> None:
+        if not poller.poll(max(seconds, 0.0) * 1000):
+            return
+        time.sleep(min(seconds, 0.05))  # exited, but not yet reaped or seen gone: no busy loop
+
+    return pause
+
+
 def children_of(pid: int, root: str = "/proc") -> Optional[List[model.Worker]]:
     """The children of ``pid`` from ``/proc/<pid>/task/*/children`` (cheap: no scan of the
     table); None when the kernel does not say (then ``read_procs`` answers)."""
@@ -349,8 +376,8 @@ def settle_gone(client: Client, my_run: str, namespace: str = leases.LEASE_NAMES
             continue
         if doc.get("server") != client.host:
             continue
-        anchor = read_proc(int((doc.get("anchor") or [0])[0]))
-        if anchor is not None and anchor.start == int(doc["anchor"][1]) and anchor.state not in ("Z", "X"):
+        anchor = doc.get("anchor") or [0, 0]
+        if anchor_runs(int(anchor[0]), int(anchor[1])):
             continue  # its ansible-playbook lives: a live run, whatever its lease says now
         try:
             is_alive = alive(run_id) if alive is not None else leases.is_valid(

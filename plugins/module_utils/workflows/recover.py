@@ -22,7 +22,7 @@ from ..api.client import Client
 from ..errors import NmoError
 from ..model import leases, recovery
 from ..model.marks import EXCLUDE_FROM_REMEDIATION, QUARANTINED, SETTLE_SNAPSHOT
-from . import disruption, info, lifecycle, waiting
+from . import disruption, ending_runs, info, lifecycle, waiting
 
 Report = Dict[str, Any]
 # what lifting a quarantine removes with the end's patch (model/marks.py's QUARANTINED)
@@ -110,6 +110,9 @@ def end_one(client: Client, opts: RecoverOptions, choice: recovery.Choice, ended
 def recover(client: Client, opts: RecoverOptions) -> Dict[str, Any]:
     """End each chosen node's maintenance, release its slots of other prefixes, then (unless in
     a dry run) read what is left of ours on them."""
+    # recover.yml run the moment a failed run ended (its last line says to): that run is gone,
+    # not alive, once its heartbeat has deleted its run lease (workflows/ending_runs.py)
+    ending_runs.settle(client)
     reports = info.describe(client, label_key=opts.label_key, events_limit=0, only=opts.nodes,
                             keep_labels=(QUARANTINED,))
     unknown = info.missing(opts.nodes, reports)

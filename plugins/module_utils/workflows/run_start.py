@@ -11,7 +11,7 @@ from ..model import leases, renewal, rollout_record
 from ..model import notify as notify_model
 from ..stores import crd
 from ..stores import leases as lease_store
-from . import heartbeat, leftovers, operator, run, silences
+from . import ending_runs, heartbeat, leftovers, operator, run, silences
 
 MAX_RUN_LEASE_DURATION = 3600
 
@@ -62,8 +62,12 @@ def start(client: Client, options: ConnectionOptions, params: Dict[str, Any], an
     if client.dry_run:
         return result
     lease_store.ensure_namespace(client)
+    # a run of this controller that has just ended is gone, whatever its run lease says for a
+    # moment longer: its heartbeat's delete is awaited (workflows/ending_runs.py)
+    seen, ended = ending_runs.settle(client, leases.LEASE_NAMESPACE)
+    if ended:
+        result["awaited_runs"] = ended
     # the run leases of runs that are gone (docs/design.md §5.3): nobody else removes them
-    seen = lease_store.list_leases(client, leases.LEASE_NAMESPACE)
     result["removed_run_leases"] = run.remove_gone(client, seen=seen)
     # docs/design.md §6.2: what a killed run left running on this controller is ended before
     # any node of this run (its heartbeat did it, or it was killed too and it is done here)

@@ -112,4 +112,16 @@ options:
       - With it, check mode tells what the run would do in a rollout of several runs, where a node
         of a rollout that another run stopped is V(stopped), as in the run.
     type: str
+  turn:
+    description:
+      - With O(run_id), the node's position in its run's order, from 0 (the maintenance playbook
+        passes it above concurrency 1). The C(NodeMaintenance) the begin makes or adopts is
+        annotated C(nmo.maintenance/turn) with it.
+      - A node that could take its places gives way while nodes of the same run earlier in the
+        order wait for a place it would take, served first in their order; an earlier node that
+        cannot go anyway (its own budget's domain is full, or it waits for something other than a
+        place) takes nothing from it. Its C(lastError) then names them. Never in check mode or in
+        operator mode; a node already holding its places or out of service never gives way.
+      - Omitted, the node takes whatever place is free.
+    type: int
 """

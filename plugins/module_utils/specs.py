@@ -59,6 +59,7 @@ LEASE: Spec = {
     "rollout": {"type": "str"},
     "budgets": {"type": "list", "elements": "dict", "default": []},
     "control_plane_concurrency": {"type": "int", "default": 1},
+    "turn": {"type": "int"},
 }
 
 SELECTION: Spec = {

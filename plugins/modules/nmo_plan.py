@@ -162,6 +162,13 @@ domains:
   type: list
   elements: str
   sample: [zone-a, zone-b]
+turns:
+  description:
+    - With O(nodes), each node's position in RV(order), from 0, by node name: its turn, which the
+      maintenance playbook gives the begin above concurrency 1
+      (O(nmo.maintenance.nmo_maintenance#module:turn)).
+  returned: with nodes
+  type: dict
 reordered:
   description:
     - With O(nodes), whether RV(order) differs from O(nodes) as given (an O(order) other than V(inventory), or
@@ -242,6 +249,7 @@ def core(client, params):
     order = rollout.places_first(order, {n: p["resume"] for n, p in plans.items()},
                                  {n: rollout.holds_places(r) for n, r in by_name.items()})
     return {"changed": False, "plans": plans, "missing": missing(params["nodes"], reports), "order": order,
+            "turns": {name: index for index, name in enumerate(order)},
             "domains": domains, "order_used": order_used, "order_key_used": key,
             "reordered": order != list(dict.fromkeys(params["nodes"]))}
 

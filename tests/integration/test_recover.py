@@ -6,6 +6,7 @@ The playbooks run as an operator runs them after an incident: without the invent
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -231,9 +232,11 @@ def test_a_run_that_has_just_ended_here_is_gone_to_recover_started_at_once(clust
     ended_run = f"t{world.id}-ended"
     dead = subprocess.Popen(["true"])  # a process of this machine that ran and is reaped
     dead.wait()
-    # its run lease names that process as its controller (host/pid/start), on this boot
+    # its run lease names that process as its controller (host/pid/start), on this boot, and
+    # its heartbeat (here: this test's own process, which deletes the lease below) still runs
     runs.start(client, ended_run, f"{socket.gethostname()}/{dead.pid}/1", boot=leftovers.boot_id())
     lease_path = f"{LEASES}/{runs.lease_name(ended_run)}"
+    leftovers.write_record({"run": ended_run, "beat": [os.getpid(), leftovers.read_proc(os.getpid()).start]})
     lifecycle.begin(client, options(world, node, ended_run))
     maintenance.update_status(client, maintenance_of(client, node), {"phase": "Failed", "lastError": "flash failed"})
 
@@ -260,3 +263,4 @@ def test_a_run_that_has_just_ended_here_is_gone_to_recover_started_at_once(clust
                for line in said), said
     assert maintenance_of(client, node) is None
     wait_clean(client, [node])
+    leftovers.remove_record(ended_run)

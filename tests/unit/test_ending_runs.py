@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ def test_the_controller_annotation_is_read_back() -> None:
     assert ending_runs.controller_of(run_lease("r", "4242/987")) is None
 
 
-def test_only_a_valid_lease_of_this_machine_whose_process_is_gone_is_ending() -> None:
+def test_only_a_valid_lease_of_this_machine_whose_process_is_gone_and_heartbeat_runs_is_ending() -> None:
     gone = {(100, 5)}  # the process 100 started at tick 5 no longer runs
 
     def running(pid: int, start: int) -> bool:
@@ -45,8 +46,13 @@ def test_only_a_valid_lease_of_this_machine_whose_process_is_gone_is_ending() ->
         run_lease("old", ""),  # an older release's lease says no controller: alive
         {"metadata": {"name": "node-w1", "annotations": {}}, "spec": {}},  # not a run lease
     ]
-    assert ending_runs.ending_here(seen, NOW, HOST, BOOT, running) == [run.lease_name("ended")]
-    assert ending_runs.ending_here(seen, NOW, HOST, "", running) == [], "no boot id here: nothing is told"
+    seen.append(run_lease("killed", f"{HOST}/100/5"))  # its heartbeat was killed with it: nothing deletes it
+
+    def beating(run_id: str) -> bool:
+        return run_id != "killed"
+
+    assert ending_runs.ending_here(seen, NOW, HOST, BOOT, running, beating) == [run.lease_name("ended")]
+    assert ending_runs.ending_here(seen, NOW, HOST, "", running, beating) == [], "no boot id here: nothing is told"
 
 
 def test_a_zombie_does_not_run_and_an_exit_ends_the_pause_at_once() -> None:
@@ -68,3 +74,13 @@ def test_a_zombie_does_not_run_and_an_exit_ends_the_pause_at_once() -> None:
     finally:
         child.wait()
     assert not leftovers.anchor_runs(child.pid, start)
+
+
+def test_the_heartbeat_is_known_from_the_users_record_of_the_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(leftovers, "folder", lambda: str(tmp_path))
+    me = leftovers.read_proc(os.getpid())
+    leftovers.write_record({"run": "beating", "beat": [os.getpid(), me.start]})
+    leftovers.write_record({"run": "stale", "beat": [os.getpid(), me.start + 1]})  # a PID used again
+    leftovers.write_record({"run": "older", "anchor": [1, 1]})  # a record of an older release: no beat
+    assert leftovers.beats("beating")
+    assert not leftovers.beats("stale") and not leftovers.beats("older") and not leftovers.beats("none")

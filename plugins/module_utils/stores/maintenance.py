@@ -16,6 +16,7 @@ from ..api.waiter import Watcher, list_objects, wait_until
 from ..errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
 from ..model.leases import RUN_ANNOTATION
 from ..model.times import now_rfc3339, parse_time
+from ..model.turns import TURN_ANNOTATION
 from .crd import GROUP, KIND, PHASES, PLURAL, VERSION
 from .nodes import read_node
 
@@ -80,8 +81,10 @@ def get(client: Client, name: str) -> Optional[Dict[str, Any]]:
 
 def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = None,
            run_id: str = "", operator: bool = False,
-           items: Optional[List[Dict[str, Any]]] = None, node_read: bool = False) -> Tuple[Dict[str, Any], bool]:
-    """The node's NodeMaintenance, created (phase Pending) when there is none.
+           items: Optional[List[Dict[str, Any]]] = None, node_read: bool = False,
+           turn: Optional[int] = None) -> Tuple[Dict[str, Any], bool]:
+    """The node's NodeMaintenance, created (phase Pending) when there is none; ``turn``: the
+    node's position in its run's order, written on it (model/turns.py).
 
     Refused before anything is written when the node does not exist, or when ``name`` is
     given and a NodeMaintenance of another name already names the node. A caller that has
@@ -107,6 +110,8 @@ def ensure(client: Client, node: str, reason: str = "", name: Optional[str] = No
     notes = {MODE_ANNOTATION: "operator" if operator else "standalone"}
     if run_id:
         notes[RUN_ANNOTATION] = run_id
+    if run_id and turn is not None:
+        notes[TURN_ANNOTATION] = str(turn)
     body["metadata"]["annotations"] = notes
     if client.dry_run:
         body["status"] = {"phase": "Pending"}
@@ -135,14 +140,18 @@ def taken_message(name: str, taken: Dict[str, Any]) -> str:
             "choose another name")
 
 
-def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str) -> Dict[str, Any]:
+def adopt(client: Client, nm: Dict[str, Any], run_id: str, previous: str,
+          turn: Optional[int] = None) -> Dict[str, Any]:
     """Make ``run_id`` the NodeMaintenance's run, only if nobody changed it since it was read
-    (two runs adopting at once: one wins, the other gets Conflict)."""
-    annotations = {RUN_ANNOTATION: run_id, ADOPTED_ANNOTATION: previous or "none"}
+    (two runs adopting at once: one wins, the other gets Conflict); its turn in this run's order
+    replaces the gone run's (None: removed)."""
+    annotations: Dict[str, Optional[str]] = {RUN_ANNOTATION: run_id, ADOPTED_ANNOTATION: previous or "none",
+                                             TURN_ANNOTATION: None if turn is None else str(turn)}
     if client.dry_run:
         merged = dict(nm)
         kept = nm["metadata"].get("annotations") or {}
-        merged["metadata"] = {**nm["metadata"], "annotations": {**kept, **annotations}}
+        merged["metadata"] = {**nm["metadata"], "annotations": {k: v for k, v in {**kept, **annotations}.items()
+                                                                if v is not None}}
         return merged
     body = {"metadata": {"resourceVersion": nm["metadata"].get("resourceVersion"), "annotations": annotations}}
     updated = client.patch(path(nm["metadata"]["name"]), body, "merge")

@@ -23,7 +23,7 @@ from ..api import paths
 from ..api.client import Client
 from ..api.waiter import MultiWatcher, Watcher, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
-from ..model import leases, rollout, topology_budgets, validation
+from ..model import leases, rollout, topology_budgets, turns, validation
 from ..model.marks import is_control_plane
 from ..model.record import Record
 from ..stores import leases as lease_store
@@ -34,6 +34,10 @@ from ..stores.nodes import list_nodes, read_node
 from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
+# how the waits that are not for a place begin (the node lease another run holds, NMO at work
+# for someone else): a node saying one of these is no earlier waiter for a place (model/turns.py)
+LEASE_HELD = f"{BLOCKED_PREFIX} Lease "
+OPERATOR_BUSY = f"{BLOCKED_PREFIX} the Node Maintenance Operator is maintaining"
 # Node cordons are not watched (that would be every node of the cluster): the etcd verdict is
 # re-read this often while waiting, besides on every lease or etcd pod change.
 ETCD_RESYNC_SECONDS = 10.0
@@ -60,6 +64,9 @@ class Request:
     # topology budgets as given (model/topology_budgets.py) and the control plane's limit
     budgets: List[Any] = field(default_factory=list)
     control_plane_concurrency: int = 1
+    # the node's position in its run's order (model/turns.py): it gives way to the run's earlier
+    # nodes that wait for a place it would take; None: it takes what is free
+    turn: Optional[int] = None
 
     @property
     def parsed_budgets(self) -> List[topology_budgets.Budget]:
@@ -75,6 +82,7 @@ class Request:
                    budgets=params.get("budgets") or [],
                    control_plane_concurrency=1 if params.get("control_plane_concurrency") is None
                    else params["control_plane_concurrency"],
+                   turn=params.get("turn"),
                    etcd=etcd_guard.Options(params["etcd_guard"], params["etcd_pod_selector"],
                                            params["etcd_pod_namespace"], params["etcd_guard_namespace"]))
 
@@ -96,6 +104,16 @@ class Request:
             run.validate_id(self.run_id)
         if self.rollout:
             run.validate_id(self.rollout, "rollout")
+        if self.turn is not None and (isinstance(self.turn, bool) or not isinstance(self.turn, int) or self.turn < 0):
+            raise InputError(f"turn must be a whole number from 0 (the node's position in the run's order), "
+                             f"got {self.turn!r}")
+
+
+def waits_for_a_place(last_error: str) -> bool:
+    """Whether a NodeMaintenance's lastError says its node waits for a place (a slot, a budget's
+    place, its turn), or nothing yet: its begin is about to ask for one."""
+    return not last_error or (last_error.startswith(BLOCKED_PREFIX)
+                              and not last_error.startswith((LEASE_HELD, OPERATOR_BUSY)))
 
 
 @dataclass
@@ -201,6 +219,9 @@ class Attempt:
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
         # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
         self.maintenances: Optional[Callable[[], List[Dict[str, Any]]]] = None
+        # model/turns.py: only a node of a run with a turn gives way; never in check mode (its
+        # run made no NodeMaintenance to see) nor in operator mode (the slot comes before it)
+        self.takes_turns = req.turn is not None and bool(req.run_id) and not req.operator and not client.dry_run
 
     def records(self, nodes: List[str]) -> Dict[str, Record]:
         """The progress records of the nodes that hold the places this one waits for: from the
@@ -216,18 +237,67 @@ class Attempt:
             self._nodes_at = time.monotonic()
         return self._nodes
 
+    def busy_of(self, seen: List[leases.Lease], now: datetime) -> Set[str]:
+        """The nodes holding leases of ours (a valid slot or place, a node lease) or NMO's work."""
+        busy = {leases.holder(lease) for lease in seen if leases.is_valid(lease, now)
+                and (lease.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component")
+                == leases.SLOT_LABELS["app.kubernetes.io/component"]}
+        busy |= {other for lease in seen if (other := leases.node_of_lease_name(lease["metadata"]["name"]))
+                 and leases.is_valid(lease, now)}
+        return busy | set(self.foreign)
+
+    def waiters(self, seen: List[leases.Lease], items: List[Dict[str, Any]]) -> List[turns.Waiter]:
+        """The run's nodes earlier in its order that wait for a place (model/turns.py)."""
+        busy = self.busy_of(seen, self.client.server_now())
+        return turns.ahead(items, self.req.run_id, self.req.node, int(self.req.turn or 0), busy, waits_for_a_place)
+
+    def gives_way(self, seen: List[leases.Lease], items: List[Dict[str, Any]], looks: List[Look]) -> Optional[Blocked]:
+        """Blocked when earlier nodes of the run, served first in the run's order, would take a
+        place this node is about to take (model/turns.py); None when it may go. ``seen``: the
+        leases before this node took anything."""
+        waiting = self.waiters(seen, items)
+        if not waiting:
+            return None
+        req, now = self.req, self.client.server_now()
+        busy = self.busy_of(seen, now) - {req.node}
+        nodes = self.nodes() if self.needs_nodes else []
+        by_name = {n["metadata"]["name"]: n for n in nodes}
+        # an earlier node out of service already is counted by its domains: it takes no place
+        waiting = [w for w in waiting if not (w.node in by_name and topology_budgets.out_of_service(by_name[w.node]))]
+        domains = {d.family: d for d in self.domains}
+
+        def families_of(name: str) -> List[str]:
+            labels = (by_name.get(name, {}).get("metadata") or {}).get("labels") or {}
+            of_node = topology_budgets.domains(req.parsed_budgets, labels, req.slot_prefix)
+            domains.update({d.family: d for d in of_node if d.family not in domains})
+            return [req.slot_prefix] + [d.family for d in of_node]
+
+        def room(family: str) -> int:
+            valid = [s for s in leases.slots_of(seen, family)
+                     if leases.is_valid(s, now) and leases.holder(s) != req.node]
+            if family == req.slot_prefix:
+                return req.concurrency - len(valid)
+            domain = domains[family]
+            of_domain = topology_budgets.members(domain, nodes)
+            placed = {leases.holder(s) for s in valid}
+            return (topology_budgets.limit(domain, len(of_domain)) - len(valid)
+                    - len(topology_budgets.disrupted(of_domain, req.node, placed, busy)))
+
+        mine = [req.slot_prefix] + [look.domain.family for look in looks if not look.optional]
+        first = turns.yields_to(waiting, families_of, room, mine)
+        if not first:
+            return None
+        message = (f"{BLOCKED_PREFIX} {', '.join(first)} {'goes' if len(first) == 1 else 'go'} first: earlier in "
+                   "the run's order (node_maintenance_order) and waiting for a place this node would take.")
+        return Blocked("turn", message, BLOCKED, message, [{"kind": "turn", "holder": name} for name in first])
+
     def look(self, seen: List[leases.Lease]) -> Union[Blocked, List[Look]]:
         """Every budget domain of the node judged from ``seen``, writing nothing: Blocked by the
         first that has no place for it, else the limits to take the places with."""
         req = self.req
         now = self.client.server_now()
         alive = leases.alive_run_ids(seen, now)
-        busy = {leases.holder(lease) for lease in seen if leases.is_valid(lease, now)
-                and (lease.get("metadata", {}).get("labels") or {}).get("app.kubernetes.io/component")
-                == leases.SLOT_LABELS["app.kubernetes.io/component"]}
-        busy |= {other for lease in seen if (other := leases.node_of_lease_name(lease["metadata"]["name"]))
-                 and leases.is_valid(lease, now)}
-        busy |= set(self.foreign)
+        busy = self.busy_of(seen, now)
         if self._busy - busy:
             # a node let its places go since the nodes were read: it may stay out of service
             # without them (a quarantine, a failure kept), which only a new read of it shows
@@ -349,6 +419,13 @@ class Attempt:
         looks = self.look(seen) if self.domains else []
         if isinstance(looks, Blocked):
             return looks  # a budget is full: nothing taken, nothing to give back
+        # model/turns.py: a node out of service already never gives way (finishing it frees a place)
+        turns_apply = self.takes_turns and not any(look.optional for look in looks) and \
+            not rollout.kept_leases(seen, req.node, req.slot_prefix)
+        if turns_apply and self.maintenances is not None:  # waiting: the watch shows the waiters
+            way = self.gives_way(seen, self.maintenances(), looks)
+            if way is not None:
+                return way
         slot, others = lease_store.acquire_slot(client, self.node, req.concurrency, req.slot_prefix, req.duration,
                                                 req.namespace, req.run_id, seen=seen)
         if slot.action == leases.BLOCKED:
@@ -367,6 +444,15 @@ class Attempt:
         if isinstance(places, Blocked):
             self.give_back(slot)
             return places
+        if turns_apply and slot.action in (leases.CREATE, leases.TAKE_OVER):
+            # an earlier node may have arrived while this one took its places: one fresh list of
+            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.6)
+            way = self.gives_way(seen, maintenance.list_all(client), looks)
+            if way is not None:
+                for place in reversed(places):
+                    self.give_back(place)
+                self.give_back(slot)
+                return way
         if req.operator:  # NMO requests the node lease itself, as node-maintenance
             return Acquired(slot, leases.Outcome(leases.HELD, "", None, None), verdict, places)
         lease = lease_store.acquire_node_lease(client, self.node, req.duration, req.namespace,
@@ -456,7 +542,7 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
     watched = [(lease_store.leases_path(req.namespace), {}), (maintenance.API, {})]
     if attempt.flavour:
         watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
-    state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "at": time.monotonic()}
+    state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "ahead": None, "at": time.monotonic()}
     watchers = [Watcher(client, path, query) for path, query in watched]
     multi = MultiWatcher(*watchers)
     maintenances = watchers[1]
@@ -489,9 +575,14 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         # -1: the first check after the watch started catches what changed before it did
         moved = sum(w.applied for w in watchers if w is not maintenances)
         failures = blockers_failures()
-        if moved == state["moved"] and failures == state["failures"] and not lapsed and not resync:
+        # the run's earlier waiters (model/turns.py): one that took its place or stopped
+        # waiting may leave this node the place it gave way for
+        ahead = [w.node for w in attempt.waiters(list(watchers[0].objects.values()),
+                                                 list(maintenances.objects.values()))] if attempt.takes_turns else []
+        if moved == state["moved"] and failures == state["failures"] and ahead == state["ahead"] and not lapsed \
+                and not resync:
             return None
-        state.update(moved=moved, failures=failures, at=time.monotonic())
+        state.update(moved=moved, failures=failures, ahead=ahead, at=time.monotonic())
         # the leases as the watch has them, not a list a look: a write made on a view a moment
         # old conflicts and the write's own retry lists afresh (stores/leases.py)
         outcome = attempt.run(list(watchers[0].objects.values()))

@@ -7,9 +7,10 @@ last line prescribes; a rerun from a script or a workflow) would otherwise read 
 in the short time it is still valid and take the run for alive: it would refuse the run's
 nodes ("in maintenance by run ..., which is alive"). Such a run is told by its run lease alone:
 its controller annotation names this host and a process that no longer runs (or is a zombie),
-its boot annotation this boot. The command waits, on one watch of the lease namespace and for
-at most ``ENDING_WAIT`` seconds, until those leases are gone; one still there after that (its
-heartbeat died with the run) is left to lapse, as it always was.
+its boot annotation this boot; and its heartbeat, as this user's record of the run names it
+(workflows/leftovers.py), still runs. The command waits, on one watch of the lease namespace
+and for at most ``ENDING_WAIT`` seconds, until those leases are gone. A lease whose heartbeat is
+gone too, or still there after the wait, is left to lapse, as it always was.
 """
 
 from __future__ import annotations
@@ -44,9 +45,13 @@ def controller_of(lease: leases.Lease) -> Optional[Tuple[str, int, int]]:
         return None
 
 
-def ending_here(seen: List[leases.Lease], now: datetime, host: str, boot: str, running: Running) -> List[str]:
+def ending_here(seen: List[leases.Lease], now: datetime, host: str, boot: str, running: Running,
+                beating: Callable[[str], bool]) -> List[str]:
     """The names of the valid run leases in ``seen`` whose controller process was of this host
-    and boot and runs no more: runs whose heartbeat is deleting their lease right now."""
+    and boot and runs no more, and whose heartbeat still runs (``beating``, by run id): runs
+    whose heartbeat is deleting their lease right now. A heartbeat gone too (killed with the
+    run, or another user's, whose record this user cannot read) deletes nothing: its lease is
+    left to lapse, and nothing waits for it."""
     names = []
     for lease in seen:
         name = (lease.get("metadata") or {}).get("name") or ""
@@ -56,7 +61,7 @@ def ending_here(seen: List[leases.Lease], now: datetime, host: str, boot: str, r
         their_boot = ((lease["metadata"].get("annotations") or {}).get(run.BOOT_ANNOTATION) or "")
         if controller is None or controller[0] != host or not boot or their_boot != boot:
             continue  # another machine's run, or one that says too little to tell: alive
-        if controller[2] and not running(controller[1], controller[2]):
+        if controller[2] and not running(controller[1], controller[2]) and beating(name[len(run.RUN_LEASE_PREFIX):]):
             names.append(name)
     return names
 
@@ -74,7 +79,7 @@ def settle(client: Client, namespace: str = leases.LEASE_NAMESPACE, seen: Option
     if seen is None:
         listing = list_objects(client, lease_store.leases_path(namespace))
         seen = listing.get("items", [])
-    ending = ending_here(seen, client.server_now(), socket.gethostname(), leftovers.boot_id(), runs)
+    ending = ending_here(seen, client.server_now(), socket.gethostname(), leftovers.boot_id(), runs, leftovers.beats)
     if not ending:
         return seen, []
     with Watcher(client, lease_store.leases_path(namespace), initial=listing) as watcher:

@@ -204,6 +204,8 @@ def _beats(client: Client, run_id: str, anchor_alive: Callable[[], bool], namesp
                 run.stop(client, run_id, namespace)
             except NmoError:
                 pass  # the lease lapses by itself
+            if tracker is not None:
+                tracker.forget()
             return "controller gone"
         _noted(tracker)
         if clock() >= next_beat:

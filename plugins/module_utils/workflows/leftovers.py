@@ -201,6 +201,16 @@ def read_records() -> List[Dict[str, Any]]:
     return found
 
 
+def beats(run_id: str) -> bool:
+    """Whether the heartbeat of run ``run_id`` (as this user's record of it names it) still runs."""
+    try:
+        with open(record_path(run_id), encoding="utf-8") as handle:
+            beat = json.load(handle).get("beat") or []
+        return len(beat) == 2 and bool(beat[1]) and anchor_runs(int(beat[0]), int(beat[1]))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
+
+
 def remove_record(run_id: str) -> None:
     try:
         os.unlink(record_path(run_id))
@@ -215,7 +225,10 @@ class Tracker:
         self.doc: Dict[str, Any] = {
             "run": run_id, "server": server, "host": socket.gethostname(), "boot": boot_id(),
             "anchor": [anchor_pid, int(anchor_start or 0)], "cmdline": cmdline_of(anchor_pid),
-            "stack": anchor_stack(anchor_pid), "workers": [], "noted": ticks_now(), "ended": None}
+            "stack": anchor_stack(anchor_pid), "workers": [], "noted": ticks_now(), "ended": None,
+            # the heartbeat itself: while it runs, a command of this controller waits for it to
+            # delete the run lease of a run whose ansible-playbook is gone (ending_runs.py)
+            "beat": [os.getpid(), int(run.process_start(os.getpid()) or 0)]}
         write_record(self.doc)
 
     def note(self) -> None:
@@ -229,14 +242,19 @@ class Tracker:
             self.doc["workers"] = [list(w) for w in workers]
             write_record(self.doc)
 
+    def forget(self) -> None:
+        """The run lease is deleted: the record goes, unless it says what was ended (for the next
+        run to say)."""
+        if not self.doc.get("ended"):
+            remove_record(self.doc["run"])
+
     def controller_gone(self, client: Optional[Client]) -> Dict[str, Any]:
         """``ansible-playbook`` is gone: end what its workers left (and tell the run's
         NodeMaintenances); the record stays when something was ended, for the next run to say."""
         self.doc["noted"] = min(self.doc["noted"], ticks_now())
         ended = end_left(self.doc, spare=(os.getpid(),))
         if not ended["processes"]:
-            remove_record(self.doc["run"])
-            return ended
+            return ended  # the record goes once the run lease is deleted (forget)
         ended["by"] = "its heartbeat"
         self.doc["ended"] = ended
         write_record(self.doc)

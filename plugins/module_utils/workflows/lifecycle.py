@@ -173,7 +173,8 @@ def reached_of(client: Client, opts: Options, nm: Optional[Dict[str, Any]],
 # -- steps shared with the single-purpose modules ------------------------------------------------
 def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str, reason: str,
                        name: Optional[str], run_id: str = "",
-                       with_operator: bool = False, node_read: bool = False) -> Dict[str, Any]:
+                       with_operator: bool = False, node_read: bool = False,
+                       turn: Optional[int] = None) -> Dict[str, Any]:
     """The node's NodeMaintenance, created with a BeginMaintenance event when missing.
 
     An existing one is adopted for ``run_id`` only when the run that held it is gone (or it
@@ -194,12 +195,12 @@ def ensure_maintenance(client: Client, recorder: events.EventRecorder, node: str
         if run_id and state in (run.GONE, run.NONE):
             adopted_from = owner or "none"
     nm, created = maintenance.ensure(client, node, reason, name, run_id, with_operator, items=items,
-                                     node_read=node_read)
+                                     node_read=node_read, turn=turn)
     if created and not with_operator:  # NMO records its own BeginMaintenance
         recorder.record(nm, events.BEGIN_MAINTENANCE)
     elif adopted_from is not None:
         try:
-            nm = maintenance.adopt(client, nm, run_id, owner)
+            nm = maintenance.adopt(client, nm, run_id, owner, turn)
         except Conflict:
             raise run.OwnedByLiveRun(f"node {node}: another run adopted its NodeMaintenance at the same moment; "
                                      "not adopted twice", maintenance=nm["metadata"]["name"]) from None
@@ -333,7 +334,7 @@ def begin(client: Client, opts: Options) -> Dict[str, Any]:
             result["crd"] = crd.ensure(client)
             changed = result["crd"]["changed"]
         made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
-                                  node_read=True)
+                                  node_read=True, turn=opts.lease.turn)
         nm = made["nm"]
         name = nm["metadata"]["name"]
         result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])

@@ -1,4 +1,4 @@
-"""Whose turn it is: the nodes of a run take free places in the run's order (docs/design.md §18.6).
+"""Whose turn it is: the nodes of a run take free places in the run's order (docs/design.md §18.7).
 
 Above concurrency 1 several nodes of a run wait for places at once, and a place that frees
 wakes them all: who took it was whoever's create reached the API server first, and a node

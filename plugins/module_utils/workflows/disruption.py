@@ -446,7 +446,7 @@ class Attempt:
             return places
         if turns_apply and slot.action in (leases.CREATE, leases.TAKE_OVER):
             # an earlier node may have arrived while this one took its places: one fresh list of
-            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.6)
+            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.7)
             way = self.gives_way(seen, maintenance.list_all(client), looks)
             if way is not None:
                 for place in reversed(places):

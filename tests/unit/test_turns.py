@@ -69,20 +69,20 @@ def test_an_earlier_waiter_that_fits_takes_the_last_place_first() -> None:
     waiting = [turns.Waiter("w1", 0)]
     room = {"slot": 1, "zone-a": 1}
     assert turns.yields_to(waiting, families({"w1": ["slot", "zone-a"]}), room.__getitem__, ["slot", "zone-a"]) == \
-        ["w1"]
+        {"slot": ["w1"], "zone-a": ["w1"]}
 
 
 def test_places_enough_for_both_and_nobody_gives_way() -> None:
     waiting = [turns.Waiter("w1", 0)]
     room = {"slot": 2, "zone-a": 2}
-    assert turns.yields_to(waiting, families({"w1": ["slot", "zone-a"]}), room.__getitem__, ["slot", "zone-a"]) == []
+    assert turns.yields_to(waiting, families({"w1": ["slot", "zone-a"]}), room.__getitem__, ["slot", "zone-a"]) == {}
 
 
 def test_an_earlier_waiter_whose_own_zone_is_full_takes_nothing() -> None:
     # w1 (zone b) waits for its zone; the node (zone a) takes the last slot: no capacity is left unused
     waiting = [turns.Waiter("w1", 0)]
     room = {"slot": 1, "zone-a": 1, "zone-b": 0}
-    assert turns.yields_to(waiting, families({"w1": ["slot", "zone-b"]}), room.__getitem__, ["slot", "zone-a"]) == []
+    assert turns.yields_to(waiting, families({"w1": ["slot", "zone-b"]}), room.__getitem__, ["slot", "zone-a"]) == {}
 
 
 def test_the_earlier_waiters_are_served_in_their_order() -> None:
@@ -90,6 +90,6 @@ def test_the_earlier_waiters_are_served_in_their_order() -> None:
     waiting = [turns.Waiter("w1", 0), turns.Waiter("w2", 1), turns.Waiter("w3", 2)]
     table = {"w1": ["slot", "zone-b"], "w2": ["slot", "zone-b"], "w3": ["slot", "zone-c"]}
     room = {"slot": 2, "zone-a": 1, "zone-b": 1, "zone-c": 1}
-    assert turns.yields_to(waiting, families(table), room.__getitem__, ["slot", "zone-a"]) == ["w1", "w3"]
+    assert turns.yields_to(waiting, families(table), room.__getitem__, ["slot", "zone-a"]) == {"slot": ["w1", "w3"]}
     room3 = {**room, "slot": 3}
-    assert turns.yields_to(waiting, families(table), room3.__getitem__, ["slot", "zone-a"]) == []
+    assert turns.yields_to(waiting, families(table), room3.__getitem__, ["slot", "zone-a"]) == {}

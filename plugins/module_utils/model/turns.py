@@ -68,11 +68,12 @@ def ahead(items: Iterable[Dict[str, Any]], run_id: str, node: str, turn: int, ho
 
 
 def yields_to(waiters: Sequence[Waiter], families_of: Callable[[str], Sequence[str]], room: Callable[[str], int],
-              mine: Sequence[str]) -> List[str]:
-    """The earlier waiters that would take the last free place of one of ``mine`` (the families
-    the node takes a place of), served greedily in their order: a waiter takes a place of each
-    of its families (``families_of``) when every one of them still has room (``room``: free
-    places as read, the node's own not taken), else nothing. Empty: the node may go."""
+              mine: Sequence[str]) -> Dict[str, List[str]]:
+    """By family of ``mine`` (the families the node takes a place of) left without room, the
+    earlier waiters that take its last free places, served greedily in their order: a waiter
+    takes a place of each of its families (``families_of``) when every one of them still has
+    room (``room``: free places as read, the node's own not taken), else nothing. Empty: the
+    node may go."""
     left: Dict[str, int] = {}
 
     def free(family: str) -> int:
@@ -88,5 +89,4 @@ def yields_to(waiters: Sequence[Waiter], families_of: Callable[[str], Sequence[s
         for family in families:
             left[family] -= 1
             takers.setdefault(family, []).append(waiter.node)
-    short = [f for f in mine if free(f) <= 0]
-    return list(dict.fromkeys(node for f in short for node in takers.get(f, [])))
+    return {f: takers[f] for f in dict.fromkeys(mine) if free(f) <= 0 and takers.get(f)}

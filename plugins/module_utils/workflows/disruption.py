@@ -284,11 +284,14 @@ class Attempt:
                     - len(topology_budgets.disrupted(of_domain, req.node, placed, busy)))
 
         mine = [req.slot_prefix] + [look.domain.family for look in looks if not look.optional]
-        first = turns.yields_to(waiting, families_of, room, mine)
-        if not first:
+        short = turns.yields_to(waiting, families_of, room, mine)
+        if not short:
             return None
+        first = list(dict.fromkeys(name for names in short.values() for name in names))
+        what = "; ".join(f"the maintenance slots (concurrency {req.concurrency})" if family == req.slot_prefix
+                         else domains[family].describe() for family in short)
         message = (f"{BLOCKED_PREFIX} {', '.join(first)} {'goes' if len(first) == 1 else 'go'} first: earlier in "
-                   "the run's order (node_maintenance_order) and waiting for a place this node would take.")
+                   f"the run's order (node_maintenance_order), waiting for the last free place(s) of {what}.")
         return Blocked("turn", message, BLOCKED, message, [{"kind": "turn", "holder": name} for name in first])
 
     def look(self, seen: List[leases.Lease]) -> Union[Blocked, List[Look]]:

@@ -164,9 +164,9 @@ domains:
   sample: [zone-a, zone-b]
 turns:
   description:
-    - With O(nodes), each node's position in RV(order), from 0, by node name: its turn, which the
-      maintenance playbook gives the begin above concurrency 1
-      (O(nmo.maintenance.nmo_maintenance#module:turn)).
+    - With O(nodes), each node's position in RV(order), from 0, by node name (its turn, which the
+      maintenance playbook gives the begin above concurrency 1 as
+      O(nmo.maintenance.nmo_maintenance#module:turn)).
   returned: with nodes
   type: dict
 reordered:

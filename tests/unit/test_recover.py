@@ -38,6 +38,17 @@ def test_what_is_still_held_and_the_message_name_each_lease():
     assert recover.message([], [], [], [], ["node-w1"]) == ""
 
 
+def test_what_a_node_whose_end_failed_holds_gets_no_hint_about_prefixes():
+    failed = [{"node": "w1", "msg": "node w1 is in maintenance by run r1, which is alive"}]
+    left = ["w1: lease node-w1 (holder nmo.maintenance)", "w1: lease t1-x-0 (holder w1)",
+            "w2: lease t2-y-0 (holder w2)"]
+    text = recover.message([], failed, [], left, [])
+    assert text == ("Failed to end the maintenance of: w1 (node w1 is in maintenance by run r1, which is alive). "
+                    "Still held: w2: lease t2-y-0 (holder w2) (a slot of another prefix: run again without "
+                    "node_maintenance_slot_prefix). Still held, their end having failed: w1: lease node-w1 (holder "
+                    "nmo.maintenance); w1: lease t1-x-0 (holder w1).")
+
+
 def test_names_given_as_one_string_are_split_and_blanks_dropped():
     assert recover.RecoverOptions.from_params({"nodes": [" w1", "", "w2 "]}).nodes == ["w1", "w2"]
     assert recover.RecoverOptions.from_params({"nodes": [""]}).nodes is None

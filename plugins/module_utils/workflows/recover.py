@@ -84,9 +84,15 @@ def message(unknown: List[str], failed: List[Dict[str, str]], failed_slots: List
     if failed_slots:
         parts.append(f"Could not release: {', '.join(f['name'] for f in failed_slots)} "
                      f"({' | '.join(f['msg'] for f in failed_slots)}). ")
-    if left:
-        parts.append(f"Still held: {'; '.join(left)} (a slot of another prefix: run again without "
+    # what a node whose end failed still holds is held because of that failure, not of a prefix
+    unended = {f["node"] for f in failed}
+    kept = [text for text in left if text.split(":", 1)[0] in unended]
+    other = [text for text in left if text not in kept]
+    if other:
+        parts.append(f"Still held: {'; '.join(other)} (a slot of another prefix: run again without "
                      "node_maintenance_slot_prefix). ")
+    if kept:
+        parts.append(f"Still held, their end having failed: {'; '.join(kept)}. ")
     if others and parts:
         parts.append(f"Held by someone else, left in place: {', '.join(others)}.")
     return "".join(parts).strip()

@@ -246,20 +246,20 @@ class Attempt:
                  and leases.is_valid(lease, now)}
         return busy | set(self.foreign)
 
-    def waiters(self, seen: List[leases.Lease], items: List[Dict[str, Any]]) -> List[turns.Waiter]:
-        """The run's nodes earlier in its order that wait for a place (model/turns.py)."""
-        busy = self.busy_of(seen, self.client.server_now())
+    def waiters(self, items: List[Dict[str, Any]], busy: Set[str]) -> List[turns.Waiter]:
+        """The run's nodes earlier in its order that wait for a place (model/turns.py); ``busy``:
+        the nodes holding places (``busy_of``)."""
         return turns.ahead(items, self.req.run_id, self.req.node, int(self.req.turn or 0), busy, waits_for_a_place)
 
     def gives_way(self, seen: List[leases.Lease], items: List[Dict[str, Any]], looks: List[Look]) -> Optional[Blocked]:
         """Blocked when earlier nodes of the run, served first in the run's order, would take a
         place this node is about to take (model/turns.py); None when it may go. ``seen``: the
         leases before this node took anything."""
-        waiting = self.waiters(seen, items)
-        if not waiting:
-            return None
         req, now = self.req, self.client.server_now()
         busy = self.busy_of(seen, now) - {req.node}
+        waiting = self.waiters(items, busy)
+        if not waiting:
+            return None
         nodes = self.nodes() if self.needs_nodes else []
         by_name = {n["metadata"]["name"]: n for n in nodes}
         # an earlier node out of service already is counted by its domains: it takes no place
@@ -580,8 +580,9 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         failures = blockers_failures()
         # the run's earlier waiters (model/turns.py): one that took its place or stopped
         # waiting may leave this node the place it gave way for
-        ahead = [w.node for w in attempt.waiters(list(watchers[0].objects.values()),
-                                                 list(maintenances.objects.values()))] if attempt.takes_turns else []
+        ahead = [w.node for w in attempt.waiters(
+            list(maintenances.objects.values()),
+            attempt.busy_of(list(watchers[0].objects.values()), client.server_now()))] if attempt.takes_turns else []
         if moved == state["moved"] and failures == state["failures"] and ahead == state["ahead"] and not lapsed \
                 and not resync:
             return None

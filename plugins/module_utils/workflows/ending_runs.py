@@ -66,11 +66,6 @@ def ending_here(seen: List[leases.Lease], now: datetime, host: str, boot: str, r
     return names
 
 
-def runs(pid: int, start: int) -> bool:
-    """Whether the process of ``pid`` started at ``start`` still runs (a zombie does not)."""
-    return leftovers.anchor_runs(pid, start)
-
-
 def settle(client: Client, namespace: str = leases.LEASE_NAMESPACE, seen: Optional[List[leases.Lease]] = None,
            timeout: float = ENDING_WAIT) -> Tuple[List[leases.Lease], List[str]]:
     """Wait until the ending runs of this controller are gone. (The leases of the namespace as
@@ -79,7 +74,8 @@ def settle(client: Client, namespace: str = leases.LEASE_NAMESPACE, seen: Option
     if seen is None:
         listing = list_objects(client, lease_store.leases_path(namespace))
         seen = listing.get("items", [])
-    ending = ending_here(seen, client.server_now(), socket.gethostname(), leftovers.boot_id(), runs, leftovers.beats)
+    ending = ending_here(seen, client.server_now(), socket.gethostname(), leftovers.boot_id(), leftovers.anchor_runs,
+                         leftovers.beats)
     if not ending:
         return seen, []
     with Watcher(client, lease_store.leases_path(namespace), initial=listing) as watcher:

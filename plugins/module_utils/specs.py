@@ -82,8 +82,8 @@ SELECTION: Spec = {
         "order": {"type": "int", "default": 0}}},
 }
 
-# The drain's options beyond the selection. Their defaults are DrainOptions' (drain/drain.py),
-# held to these by tests/unit/test_specs.py.
+# The drain's options beyond the selection. Their defaults are DrainOptions'
+# (workflows/drain_options.py), held to these by tests/unit/test_specs.py.
 DRAIN: Spec = {
     **SELECTION,
     "grace_period": {"type": "int"},

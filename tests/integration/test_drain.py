@@ -15,7 +15,8 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.api.waiter import 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import EVICT, PodPlan
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.tracking import ACCEPTED
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import maintenance
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainFailed, DrainOptions, drain, send
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainFailed, DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain_requests import send
 
 from .maintenance_support import AvailabilityRecorder, Background, events_of, nm_status, start_maintenance
 

@@ -15,7 +15,7 @@ record it on the NodeMaintenance, then roll back or keep.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 from ..api import paths
 from ..api.client import Client, request_kind
@@ -299,104 +299,172 @@ def lifecycle_conditions(client: Client, opts: Options, node: Dict[str, Any], na
     return done
 
 
+@dataclass
+class Beginning:
+    """A standalone begin as its steps (``BEGIN_PHASES``) go: what each step read or wrote, for
+    the steps after it and for the answer."""
+
+    opts: Options
+    recorder: events.EventRecorder
+    progress: Progress
+    mark: Dict[str, int]  # the client's requests_by from which the record counts the begin's requests
+    guard: run.Guard
+    result: Dict[str, Any]
+    changed: bool = False
+    seen: Optional[List[Any]] = None  # the leases namespace, listed once (None: not listed)
+    node_read: Dict[str, Any] = field(default_factory=dict)
+    made: Dict[str, Any] = field(default_factory=dict)  # ensure_maintenance's answer
+    nm: Optional[Dict[str, Any]] = None
+    name: str = ""
+    lease: Dict[str, Any] = field(default_factory=dict)  # disruption.acquire's answer
+    applied: Optional[nodes.Applied] = None  # the node patch: taints, cordon, label, marks
+    cordoned: Dict[str, Any] = field(default_factory=dict)
+    conditions: Dict[str, Any] = field(default_factory=dict)
+    held: str = run.HELD_NONE
+
+
+def _begin_look(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
+    """Before the first write: is the run still there, may the node begin (the rollout
+    scheduler), and is there anything that can never pass (docs/design.md §4.2) or a node without its
+    kubelet; then the CRD, if asked for."""
+    opts = b.opts
+    # One list of the leases namespace tells whether the run is still there (no write for
+    # a run that is gone) and, a moment later, answers the lease step's first look.
+    if not client.dry_run and b.guard.namespace == opts.lease.namespace:
+        b.seen = lease_store.list_leases(client, opts.lease.namespace)
+    b.guard.check(force=True, lease_list=b.seen)
+    if b.seen is not None:  # the scheduler first: a node that does not begin writes nothing at all
+        disruption.scheduled(client, replace(opts.lease, node=opts.node, run_id=opts.run_id), b.seen, [])
+    # read once for the NodeMaintenance (the node exists), the leases (owner, control
+    # plane?) and the node patch, whose test ops catch a change made since
+    b.node_read = nodes.read_node(client, opts.node)
+    # what can never pass is refused before the first write (docs/design.md §4.2)
+    disruption.refuse_never_allowed(client, replace(opts.lease, node=opts.node), b.node_read)
+    # a node this collection already took (its begin's marks are on it) is never refused:
+    # one powered off in its work is resumed, not abandoned
+    ours = MAINTAINED_BY in ((b.node_read.get("metadata") or {}).get("annotations") or {})
+    unready = not_ready(b.node_read) if opts.refuse_not_ready and not ours else None
+    if unready:
+        raise RefusedError(f"{not_ready_refusal(opts.node, unready)}. Nothing was written", node=opts.node)
+    if opts.install_crd:
+        b.result["crd"] = crd.ensure(client)
+        b.changed = b.result["crd"]["changed"]
+    return None
+
+
+def _begin_maintenance(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
+    """Step ``maintenance``: the NodeMaintenance made or adopted, and the record says the begin started."""
+    opts = b.opts
+    b.made = ensure_maintenance(client, b.recorder, opts.node, opts.reason, opts.name, opts.run_id,
+                                node_read=True, turn=opts.lease.turn)
+    b.nm = b.made["nm"]
+    b.name = b.nm["metadata"]["name"]
+    b.result.update(created=b.made["created"], maintenance=maintenance.summary(b.nm),
+                    adopted_from=b.made["adopted_from"])
+    b.progress.done("maintenance")
+    b.nm = note_begin(client, b.nm, opts, b.progress.reached, mark=b.mark)
+    return None
+
+
+def _begin_lease(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
+    """Step ``lease``: the node's places (node lease, slot, etcd guard), waited for; a run
+    stopped meanwhile ends the begin here, the NodeMaintenance it made removed."""
+    opts = b.opts
+    # a NodeMaintenance that only a dry run imagined cannot be named to the guard
+    imagined = client.dry_run and b.made["created"]
+    try:
+        b.lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
+                                                     maintenance=None if imagined else b.name),
+                                     node=b.node_read, nm=disruption.UNREAD if imagined else b.nm, seen=b.seen)
+    except run.RunStopped as exc:  # it held nothing: the NodeMaintenance this begin made goes too
+        removed = remove_maintenance(client, b.recorder, b.nm) if b.made["created"] else False
+        return stopped(opts, exc, removed, b.recorder)
+    b.progress.done("lease")
+    b.guard.check()  # the lease wait may have lasted long: is the run still there?
+    return None
+
+
+def _begin_node(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
+    """Steps ``taints`` and ``cordon``: taints, cordon, label and our marks in one guarded JSON
+    Patch (model/node_state.py), planned from the node as read before: its test ops fail if
+    someone wrote the node since (a long lease wait, say), and the patch is then planned again
+    from a new read."""
+    opts = b.opts
+    b.applied = done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
+                                   node=b.node_read)
+    b.progress.done("taints")
+    b.cordoned = {"before": marking(done.before, opts.label_key), "after": marking(done.after, opts.label_key),
+                  "node": done.node}
+    b.cordoned["changed"] = b.cordoned["before"] != b.cordoned["after"]
+    if b.cordoned["changed"]:
+        b.recorder.record(b.nm, events.CORDON, f"Cordoned node {opts.node}")
+    b.progress.done("cordon")
+    return None
+
+
+def _begin_recorded(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
+    """After the steps: MaintenanceInProgress where the API server knows it (docs/design.md §4.11, never
+    a failure), and the record says the begin is done, with the leases the run now holds."""
+    opts = b.opts
+    b.conditions = (lifecycle_conditions(client, opts, b.cordoned["node"], b.name, b.seen) if opts.node_conditions
+                    else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
+                          "warnings": []})
+    b.held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
+    b.nm = note_begin(client, b.nm, opts, b.progress.reached, b.held, record.places_of(b.lease), b.mark,
+                      b.lease.get("waited", 0.0))
+    return None
+
+
+# The standalone begin, in order (docs/design.md §4, steps 1 to 6; BEGIN_STEPS names the ones
+# a rollback undoes). A step returns the begin's answer when it ends the begin early.
+BEGIN_PHASES: Tuple[Callable[[Client, Beginning], Optional[Dict[str, Any]]], ...] = (
+    _begin_look, _begin_maintenance, _begin_lease, _begin_node, _begin_recorded)
+
+
 def begin(client: Client, opts: Options) -> Dict[str, Any]:
     opts.validate()
     if opts.mode == operator.OPERATOR:
         return begin_with_operator(client, opts)
-    recorder = events.EventRecorder(client)
-    progress = Progress()
-    mark = opts.requests_mark if opts.requests_mark is not None else dict(client.requests_by)
-    guard = run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id)
-    result: Dict[str, Any] = {"node": opts.node, "state": "present", "run": opts.run_id}
-    changed = False
-    nm: Optional[Dict[str, Any]] = None
+    b = Beginning(opts=opts, recorder=events.EventRecorder(client), progress=Progress(),
+                  mark=opts.requests_mark if opts.requests_mark is not None else dict(client.requests_by),
+                  guard=run.NoGuard() if client.dry_run else run.guard_for(client, opts.run_id),
+                  result={"node": opts.node, "state": "present", "run": opts.run_id})
     try:
-        # One list of the leases namespace tells whether the run is still there (no write for
-        # a run that is gone) and, a moment later, answers the lease step's first look.
-        seen = None
-        if not client.dry_run and guard.namespace == opts.lease.namespace:
-            seen = lease_store.list_leases(client, opts.lease.namespace)
-        guard.check(force=True, lease_list=seen)
-        if seen is not None:  # the scheduler first: a node that does not begin writes nothing at all
-            disruption.scheduled(client, replace(opts.lease, node=opts.node, run_id=opts.run_id), seen, [])
-        # read once for the NodeMaintenance (the node exists), the leases (owner, control
-        # plane?) and the node patch, whose test ops catch a change made since
-        node_read = nodes.read_node(client, opts.node)
-        # what can never pass is refused before the first write (docs/design.md §4.2)
-        disruption.refuse_never_allowed(client, replace(opts.lease, node=opts.node), node_read)
-        # a node this collection already took (its begin's marks are on it) is never refused:
-        # one powered off in its work is resumed, not abandoned
-        ours = MAINTAINED_BY in ((node_read.get("metadata") or {}).get("annotations") or {})
-        unready = not_ready(node_read) if opts.refuse_not_ready and not ours else None
-        if unready:
-            raise RefusedError(f"{not_ready_refusal(opts.node, unready)}. Nothing was written", node=opts.node)
-        if opts.install_crd:
-            result["crd"] = crd.ensure(client)
-            changed = result["crd"]["changed"]
-        made = ensure_maintenance(client, recorder, opts.node, opts.reason, opts.name, opts.run_id,
-                                  node_read=True, turn=opts.lease.turn)
-        nm = made["nm"]
-        name = nm["metadata"]["name"]
-        result.update(created=made["created"], maintenance=maintenance.summary(nm), adopted_from=made["adopted_from"])
-        progress.done("maintenance")
-        nm = note_begin(client, nm, opts, progress.reached, mark=mark)  # the record says the begin started
-
-        # a NodeMaintenance that only a dry run imagined cannot be named to the guard
-        imagined = client.dry_run and made["created"]
-        try:
-            lease = disruption.acquire(client, replace(opts.lease, node=opts.node, run_id=opts.run_id,
-                                                       maintenance=None if imagined else name),
-                                       node=node_read, nm=disruption.UNREAD if imagined else nm, seen=seen)
-        except run.RunStopped as exc:  # it held nothing: the NodeMaintenance this begin made goes too
-            removed = remove_maintenance(client, recorder, nm) if made["created"] else False
-            return stopped(opts, exc, removed, recorder)
-        progress.done("lease")
-        guard.check()  # the lease wait may have lasted long: is the run still there?
-
-        # taints, cordon, label and our marks in one guarded JSON Patch (model/node_state.py), planned
-        # from the node as read above: its test ops fail if someone wrote the node since (a
-        # long lease wait, say), and the patch is then planned again from a new read
-        done = nodes.apply(client, opts.node, lambda node: begin_wanted(node, opts.label_key, opts.run_id),
-                           node=node_read)
-        taints_before, taints_after, node, tainted = (done.before["taints"], done.after["taints"], done.node,
-                                                      done.changed)
-        progress.done("taints")
-        cordoned = {"before": marking(done.before, opts.label_key), "after": marking(done.after, opts.label_key),
-                    "node": node}
-        cordoned["changed"] = cordoned["before"] != cordoned["after"]
-        if cordoned["changed"]:
-            recorder.record(nm, events.CORDON, f"Cordoned node {opts.node}")
-        progress.done("cordon")
-        # docs/design.md §4.11: MaintenanceInProgress where the API server knows it; never a failure
-        conditions = (lifecycle_conditions(client, opts, node, name, seen) if opts.node_conditions
-                      else {"active": False, "changed": False, "set": [], "why_not": "node_conditions: false",
-                            "warnings": []})
-        held = run.HELD_ALL if opts.run_id and not client.dry_run else run.HELD_NONE
-        nm = note_begin(client, nm, opts, progress.reached, held, record.places_of(lease), mark,
-                        lease.get("waited", 0.0))
+        for phase in BEGIN_PHASES:
+            answer = phase(client, b)
+            if answer is not None:
+                return answer
     except run.RunStopped as exc:  # before the NodeMaintenance: nothing was written
-        return stopped(opts, exc, False, recorder)
+        return stopped(opts, exc, False, b.recorder)
     except NmoError as exc:
-        note_reached_on_failure(client, nm if "maintenance" in progress.reached else None, opts, progress.reached, mark)
-        raise progress.fail(exc) from None
+        note_reached_on_failure(client, b.nm if "maintenance" in b.progress.reached else None, opts,
+                                b.progress.reached, b.mark)
+        raise b.progress.fail(exc) from None
+    return begun(b)
+
+
+def begun(b: Beginning) -> Dict[str, Any]:
+    """The answer of a begin that went through its steps."""
+    opts, made, lease, cordoned, conditions, result = b.opts, b.made, b.lease, b.cordoned, b.conditions, b.result
+    done = cast(nodes.Applied, b.applied)  # _begin_node's, as every step ran
     result.update(
-        changed=changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or tainted
+        changed=b.changed or made["created"] or bool(made["adopted_from"]) or lease["changed"] or done.changed
         or cordoned["changed"] or conditions["changed"],
         node_conditions={k: v for k, v in conditions.items() if k != "warnings"},
-        reached=progress.reached,
+        reached=b.progress.reached,
         lease={k: lease.get(k) for k in LEASE_FIELDS if k in lease},
-        held_leases=held,
+        held_leases=b.held,
         waited=lease.get("waited", 0.0),
-        taints=taints_after, cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
-        events=recorder.recorded,
+        taints=done.after["taints"], cordon=cordoned["after"], ready=is_ready(cordoned["node"]),
+        events=b.recorder.recorded,
         # what someone else had put on the node stays after the end: said now, when it matters to plan
         warnings=[w for w in [(result.get("crd") or {}).get("warning")] if w]
         + left_as_found(opts.node, {"metadata": {"annotations": done.after["annotations"]}}, ending=False)
-        + lease.get("warnings", []) + recorder.warnings + conditions["warnings"],
-        diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"], "taints": taints_before,
-                         **cordoned["before"], **conditions_diff(node_read)},
-              "after": {"maintenance": view(nm), **lease["diff"]["after"], "taints": taints_after,
-                        **cordoned["after"], **conditions_diff(node_read, conditions["set"])}})
+        + lease.get("warnings", []) + b.recorder.warnings + conditions["warnings"],
+        diff={"before": {"maintenance": view(made["before"]), **lease["diff"]["before"],
+                         "taints": done.before["taints"], **cordoned["before"], **conditions_diff(b.node_read)},
+              "after": {"maintenance": view(b.nm), **lease["diff"]["after"], "taints": done.after["taints"],
+                        **cordoned["after"], **conditions_diff(b.node_read, conditions["set"])}})
     return result
 
 
@@ -570,14 +638,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         name = nm["metadata"]["name"] if nm else None
         refuse_if_live_run(client, nm, opts.run_id, opts.node)
         run.NoGuard().check()  # never a write from a task whose controller died
-        try:
-            node_done = _undo_node(client, recorder, opts, reached)
-        except (nodes.NodeGone, NotFound):  # deleted during its maintenance: nothing on it to undo, the rest is
-            node_done = gone_node(opts.node)
-            result["node_deleted"] = True
-            recorder.warnings.append(f"node {opts.node} is not in the cluster any more (deleted during its "
-                                     "maintenance): nothing to uncordon or untaint; its leases and NodeMaintenance "
-                                     "are dealt with")
+        node_done = _undo_node_unless_gone(client, recorder, opts, reached, result)
         # docs/design.md §4.11: our node lifecycle conditions go with the marks (none: no request)
         cleared = (node_conditions.clear(client, node_done["node"]) if node_done["node"]
                    else {"removed": [], "changed": False, "warnings": []})
@@ -613,6 +674,20 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
     return result
 
 
+def _undo_node_unless_gone(client: Client, recorder: events.EventRecorder, opts: Options, reached: Tuple[str, ...],
+                           result: Dict[str, Any]) -> Dict[str, Any]:
+    """The node step of the end and the rollback; a node deleted during its maintenance has
+    nothing on it to undo, the rest is (``node_deleted`` in ``result``, and a warning)."""
+    try:
+        return _undo_node(client, recorder, opts, reached)
+    except (nodes.NodeGone, NotFound):
+        result["node_deleted"] = True
+        recorder.warnings.append(f"node {opts.node} is not in the cluster any more (deleted during its "
+                                 "maintenance): nothing to uncordon or untaint; its leases and NodeMaintenance "
+                                 "are dealt with")
+        return gone_node(opts.node)
+
+
 def _undo_node(client: Client, recorder: events.EventRecorder, opts: Options, reached: Tuple[str, ...]
                ) -> Dict[str, Any]:
     if "cordon" in reached:  # uncordon, unlabel and (when they were put on) untaint: one patch
@@ -637,6 +712,25 @@ def gone_node(name: str) -> Dict[str, Any]:
     nothing = {"unschedulable": False, "label": False}
     return {"before": nothing, "after": nothing, "node": {}, "changed": False, "taints_before": [],
             "taints_after": [], "left_as_found": []}
+
+
+@dataclass
+class Failing:
+    """A failed maintenance as ``failed`` takes it through its steps (``FAILURE_STEPS``): what
+    is known of it, and the answer as the steps fill it in."""
+
+    opts: Options
+    error: str
+    policy: str
+    phase: str
+    reached: List[str]
+    notes: List[str]  # what the record said of the phase that failed, kept in the message
+    progress: Optional[record.Record]
+    nm: Optional[Dict[str, Any]]
+    result: Dict[str, Any]
+    recorder: events.EventRecorder
+    kept: bool = False  # the policy keeps the node in maintenance after this phase
+    undo: bool = False  # the steps in ``reached`` are rolled back
 
 
 def failed(client: Client, opts: Options, error: str, reached: Optional[List[str]] = None, roll_back: bool = True,
@@ -668,6 +762,29 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
     """
     if policy is None:
         policy = failure.ROLLBACK if roll_back else failure.KEEP
+    f = failing(client, opts, error, reached, policy, phase)
+    if not f.reached:
+        return failed_before_writing(client, f)
+    opts.validate()
+    f.kept = failure.keeps(policy, f.phase)
+    try:
+        for step in FAILURE_STEPS:
+            answer = step(client, f)
+            if answer is not None:
+                return answer
+    except NmoError as exc:
+        name = f.nm["metadata"]["name"] if f.nm else None
+        raise NmoError(failure.unrecorded_message(
+            opts.node, error, str(exc), failure.known_state(f.reached, name, opts.lease.duration)),
+            reached=f.reached, phase=f.phase, policy=policy) from None
+    return failed_answer(client, f)
+
+
+def failing(client: Client, opts: Options, error: str, reached: Optional[List[str]], policy: str,
+            phase: Optional[str]) -> Failing:
+    """What is known of the failure: ``reached`` and ``phase`` as given, or as the node's
+    progress record says them (the record that cannot be read is an error that says what a
+    begin that finished leaves); the answer's first fields."""
     nm: Optional[Dict[str, Any]] = None
     notes: List[str] = []
     progress: Optional[record.Record] = None
@@ -686,92 +803,132 @@ def failed(client: Client, opts: Options, error: str, reached: Optional[List[str
             phase, note = failure.phase_of(progress if progress is not None and progress.run == opts.run_id
                                            else None) if reached else (failure.BEGIN, "")
             notes += [note] if note else []
-    reached = list(reached)
     result: Dict[str, Any] = {"node": opts.node, "state": "failed", "run": opts.run_id, "changed": False,
                               "rolled_back": False, "recorded": False, "left_to": None, "events": [],
                               "warnings": list(notes), "diff": {"before": {}, "after": {}}, "phase": phase,
                               "policy": policy, "kept": False,
                               "recorded_requests": recorded_requests(progress, opts.run_id),
                               "waited": recorded_wait(progress, opts.run_id)}
-    if not reached:
-        if opts.run_id and not client.dry_run:
-            result["warnings"] += mark_stopped(client, opts, phase)
-        result["message"] = failure.message(opts.node, error, {
-            **result, "reached": [], "maintenance": None, "dry_run": client.dry_run})
-        return result
-    opts.validate()
-    kept = failure.keeps(policy, phase)
-    recorder = events.EventRecorder(client)
-    failed_record = replace(progress if progress is not None and progress.run == opts.run_id
-                            else record.Record(run=opts.run_id, phase=phase, reached=tuple(reached)),
-                            failure=truncate(error, 1000), failed_phase=phase, failed_run=opts.run_id)
+    return Failing(opts=opts, error=error, policy=policy, phase=phase, reached=list(reached or []), notes=notes,
+                   progress=progress, nm=nm, result=result, recorder=events.EventRecorder(client))
+
+
+def failed_before_writing(client: Client, f: Failing) -> Dict[str, Any]:
+    """A begin refused before its first write: nothing to record or undo, but the run stops."""
+    opts, result = f.opts, f.result
+    if opts.run_id and not client.dry_run:
+        result["warnings"] += mark_stopped(client, opts, f.phase)
+    result["message"] = failure.message(opts.node, f.error, {
+        **result, "reached": [], "maintenance": None, "dry_run": client.dry_run})
+    return result
+
+
+def _failure_owner(client: Client, f: Failing) -> Optional[Dict[str, Any]]:
+    """The node's NodeMaintenance; one that another live run holds now is left to that run."""
+    opts = f.opts
+    f.nm = f.nm if f.nm is not None else maintenance.locate(client, opts.node, opts.name)
     try:
-        nm = nm if nm is not None else maintenance.locate(client, opts.node, opts.name)
-        try:
-            refuse_if_live_run(client, nm, opts.run_id, opts.node)
-        except run.OwnedByLiveRun as exc:
-            result.update(left_to=exc.details.get("owner_run"), reached=[], warnings=[str(exc)],
-                          message=failure.message(opts.node, error, {**result, "reached": reached}))
-            return result
-        if opts.mode == operator.STANDALONE and "maintenance" in reached and nm is not None:
-            try:
-                nm, result["recorded"] = maintenance.update_status(
-                    client, nm, {"phase": "Failed", "lastError": truncate(error, 1000),
-                                 record.STATUS_FIELD: failed_record.wire()})
-                if result["recorded"]:  # the same failure told again is not news
-                    recorder.record(nm, events.FAILED_MAINTENANCE,
-                                    f"Failed a node maintenance: {truncate(error, 900)}")
-            except NmoError as exc:  # the rollback below must run even if the API refuses this
-                result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
-                                          f"{nm['metadata']['name']}: {exc}")
-        elif opts.mode == operator.OPERATOR and "maintenance" in reached and nm is not None:
-            try:  # NMO owns the status: the record (failure and phase) is the annotation
-                nm = record_store.write(client, nm, failed_record)
-            except NmoError as exc:
-                result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
-                                          f"{nm['metadata']['name']}: {exc}")
-        undo = not kept or (opts.mode == operator.OPERATOR and "maintenance" not in reached)
-        if opts.mode == operator.STANDALONE and "maintenance" not in reached:
-            undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
-        elif opts.mode == operator.STANDALONE and nm is not None and client.get_or_none(paths.node(opts.node)) is None:
-            # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
-            # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
-            # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.
-            undo = True
-            result["node_deleted"] = True
-        result["kept"] = kept and "maintenance" in reached and not result.get("node_deleted")
-        result["changed"] = result["recorded"] or bool(recorder.recorded)
-        # the run stops before the rollback frees this node's places: a node waiting for one
-        # must find the run stopped when it sees the place free, or it begins (docs/design.md §18.2)
-        if opts.run_id and not client.dry_run:
-            result["warnings"] += mark_stopped(client, opts, phase)
-        if undo and reached:
-            undone = rollback(client, opts, reached, keep_record=True)
-            result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
-            result["changed"] = result["changed"] or undone["changed"]
-            result["rolled_back"] = True
-            result["warnings"] += undone.get("warnings", [])
-            result["events"] = undone.get("events", [])
+        refuse_if_live_run(client, f.nm, opts.run_id, opts.node)
+    except run.OwnedByLiveRun as exc:
+        message = failure.message(opts.node, f.error, {**f.result, "reached": f.reached})
+        f.result.update(left_to=exc.details.get("owner_run"), reached=[], warnings=[str(exc)], message=message)
+        return f.result
+    return None
+
+
+def _failure_recorded(client: Client, f: Failing) -> Optional[Dict[str, Any]]:
+    """The failure on the NodeMaintenance: standalone, its status (phase Failed, lastError, the
+    record) and a FailedMaintenance event; in operator mode NMO owns the status, so the record
+    (failure and phase) is the annotation. A write the API server refuses is a warning: the
+    rollback after it must run."""
+    opts, nm = f.opts, f.nm
+    if "maintenance" not in f.reached or nm is None:
+        return None
+    failed_record = replace(f.progress if f.progress is not None and f.progress.run == opts.run_id
+                            else record.Record(run=opts.run_id, phase=f.phase, reached=tuple(f.reached)),
+                            failure=truncate(f.error, 1000), failed_phase=f.phase, failed_run=opts.run_id)
+    try:
+        if opts.mode == operator.STANDALONE:
+            f.nm, f.result["recorded"] = maintenance.update_status(
+                client, nm, {"phase": "Failed", "lastError": truncate(f.error, 1000),
+                             record.STATUS_FIELD: failed_record.wire()})
+            if f.result["recorded"]:  # the same failure told again is not news
+                f.recorder.record(f.nm, events.FAILED_MAINTENANCE, f"Failed a node maintenance: {truncate(f.error, 900)}")
+        elif opts.mode == operator.OPERATOR:
+            f.nm = record_store.write(client, nm, failed_record)
     except NmoError as exc:
-        name = nm["metadata"]["name"] if nm else None
-        raise NmoError(failure.unrecorded_message(
-            opts.node, error, str(exc), failure.known_state(reached, name, opts.lease.duration)),
-            reached=reached, phase=phase, policy=policy) from None
-    result["events"] = recorder.recorded + result["events"]
-    result["warnings"] += recorder.warnings
+        f.result["warnings"].append(f"the failure could not be recorded on NodeMaintenance "
+                                    f"{nm['metadata']['name']}: {exc}")
+    return None
+
+
+def _failure_undo_decided(client: Client, f: Failing) -> Optional[Dict[str, Any]]:
+    """Whether the steps done are undone: the policy's word, except that a slot taken in operator
+    mode for a NodeMaintenance never made always goes, a standalone begin stopped before its
+    NodeMaintenance left nothing of ours on the node, and a node deleted meanwhile keeps nothing."""
+    opts = f.opts
+    f.undo = not f.kept or (opts.mode == operator.OPERATOR and "maintenance" not in f.reached)
+    if opts.mode == operator.STANDALONE and "maintenance" not in f.reached:
+        f.undo = False  # begin stopped before the NodeMaintenance: nothing on the node is ours
+    elif opts.mode == operator.STANDALONE and f.nm is not None and client.get_or_none(paths.node(opts.node)) is None:
+        # The node was deleted mid-maintenance: there is nothing to keep out of service, and a
+        # slot kept for it would hold the cluster-wide limit for nothing. Its leases go (no
+        # node patch); the NodeMaintenance stays, Failed, until recover.yml ends it.
+        f.undo = True
+        f.result["node_deleted"] = True
+    f.result["kept"] = f.kept and "maintenance" in f.reached and not f.result.get("node_deleted")
+    f.result["changed"] = f.result["recorded"] or bool(f.recorder.recorded)
+    return None
+
+
+def _failure_run_stopped(client: Client, f: Failing) -> Optional[Dict[str, Any]]:
+    """The run stops before the rollback frees this node's places: a node waiting for one must
+    find the run stopped when it sees the place free, or it begins (docs/design.md §18.2)."""
+    if f.opts.run_id and not client.dry_run:
+        f.result["warnings"] += mark_stopped(client, f.opts, f.phase)
+    return None
+
+
+def _failure_rolled_back(client: Client, f: Failing) -> Optional[Dict[str, Any]]:
+    """The rollback of the steps done, the NodeMaintenance kept as the record of what happened."""
+    if not (f.undo and f.reached):
+        return None
+    undone = rollback(client, f.opts, f.reached, keep_record=True)
+    result = f.result
+    result.update({k: v for k, v in undone.items() if k not in ("state", "changed", "warnings", "events")})
+    result["changed"] = result["changed"] or undone["changed"]
+    result["rolled_back"] = True
+    result["warnings"] += undone.get("warnings", [])
+    result["events"] = undone.get("events", [])
+    return None
+
+
+# The failure of a maintenance that got past its first write, in order. A step returns the
+# answer when it ends the failure path early (a maintenance another live run holds).
+FAILURE_STEPS: Tuple[Callable[[Client, Failing], Optional[Dict[str, Any]]], ...] = (
+    _failure_owner, _failure_recorded, _failure_undo_decided, _failure_run_stopped, _failure_rolled_back)
+
+
+def failed_answer(client: Client, f: Failing) -> Dict[str, Any]:
+    """The answer after the steps, with the failed node's last line: where the node stands, as
+    read once now (or, unread, as far as this run knows), and what to run."""
+    opts, result, nm = f.opts, f.result, f.nm
+    result["events"] = f.recorder.recorded + result["events"]
+    result["warnings"] += f.recorder.warnings
     result["maintenance"] = maintenance.summary(nm)
     report = None
-    if reached and not client.dry_run:  # where the node stands now, read once: the operator's last line says it
+    if f.reached and not client.dry_run:  # where the node stands now, read once: the operator's last line says it
         try:
             report = info.describe(client, node=opts.node, label_key=opts.label_key, events_limit=0)[0]
         except NmoError:
             report = None
-    result["message"] = failure.message(opts.node, error, {
-        **result, "reached": reached, "dry_run": client.dry_run, "maintenance": (nm or {}).get("metadata", {}).get("name"),
+    name = (nm or {}).get("metadata", {}).get("name")
+    result["message"] = failure.message(opts.node, f.error, {
+        **result, "reached": f.reached, "dry_run": client.dry_run, "maintenance": name,
         "warnings": [w for w in result["warnings"]
-                     if w.startswith("the failure could not be recorded") or w in notes],
+                     if w.startswith("the failure could not be recorded") or w in f.notes],
         "state": failure.node_state(report, client.server_now()) if report else
-        failure.known_state(reached, (nm or {}).get("metadata", {}).get("name"), opts.lease.duration)})
+        failure.known_state(f.reached, name, opts.lease.duration)})
     return result
 
 

@@ -26,7 +26,9 @@ options:
         type: str
         required: true
       kind:
-        description: What the URL takes.
+        description:
+          - What the URL takes. V(slack), an incoming webhook (also Mattermost's and Rocket.Chat's);
+            V(teams), a workflow webhook (an Adaptive Card); V(webhook), the documented JSON.
         type: str
         choices: [slack, teams, webhook]
         default: webhook
@@ -54,19 +56,25 @@ options:
         elements: dict
         default: []
         suboptions:
+          # written by hack/shared_docs.py from the targets of plugins/doc_fragments/notify.py: run it after a change there
           url:
             description: The webhook's URL (no_log, as a chat webhook's URL is its token).
             type: str
             required: true
           kind:
-            description: What the URL takes.
+            description:
+              - What the URL takes. V(slack), an incoming webhook (also Mattermost's and Rocket.Chat's); V(teams),
+                a workflow webhook (an Adaptive Card); V(webhook), the documented JSON.
             type: str
-            choices: [slack, teams, webhook]
+            choices:
+              - slack
+              - teams
+              - webhook
             default: webhook
           secret:
             description:
-              - V(webhook) only. Signs each request with HMAC-SHA256; headers C(X-NMO-Timestamp) (Unix
-                seconds) and C(X-NMO-Signature) (C(sha256=<hex>) of C(<timestamp>.<body>)).
+              - V(webhook) only. Signs each request with HMAC-SHA256; headers C(X-NMO-Timestamp) (Unix seconds)
+                and C(X-NMO-Signature) (C(sha256=<hex>) of C(<timestamp>.<body>)).
             type: str
           ca_path:
             description: CA bundle to verify an https URL with.
@@ -75,6 +83,7 @@ options:
             description: Verify the server's certificate.
             type: bool
             default: true
+          # end of what hack/shared_docs.py writes
       blocked_after:
         description: Seconds without progress before a node is said to be blocked; 0 or none tells nothing.
         type: int

@@ -156,10 +156,6 @@ nodes:
     events:
       description: Recent events of the node and its NodeMaintenance, oldest first.
       type: list
-api_requests:
-  description: Requests made to the API server.
-  returned: always
-  type: int
 rollouts:
   description:
     - Each rollout of several runs (AWX job slices; C(node_maintenance_rollout)) whose lease
@@ -191,12 +187,21 @@ rollouts:
     kept_until:
       description: When a later run's start may remove its lease (no live run naming it).
       type: str
+# written by hack/shared_docs.py from plugins/doc_fragments/api_requests.py (what the adapter adds): run it after a change there
+api_requests:
+  description:
+    - Requests this task made to the API server; a watch counts as one.
+  returned: success
+  type: int
+  sample: 14
 api_requests_by:
   description:
     - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
       example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
-  returned: always
+  returned: success
   type: dict
+  sample: {"get nodes": 1, "list pods": 2, "create pods/eviction": 11}
+# end of what hack/shared_docs.py writes
 """
 
 import time

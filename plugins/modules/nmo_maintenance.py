@@ -413,16 +413,21 @@ node_api_requests_by:
   description: The same by kind (C(verb resource)).
   returned: state=failed, or state=absent with run_id
   type: dict
+# written by hack/shared_docs.py from plugins/doc_fragments/api_requests.py (what the adapter adds): run it after a change there
 api_requests:
-  description: Requests made to the API server.
-  returned: always
+  description:
+    - Requests this task made to the API server; a watch counts as one.
+  returned: success
   type: int
+  sample: 14
 api_requests_by:
   description:
     - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
       example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
-  returned: always
+  returned: success
   type: dict
+  sample: {"get nodes": 1, "list pods": 2, "create pods/eviction": 11}
+# end of what hack/shared_docs.py writes
 """
 
 from dataclasses import replace

@@ -137,6 +137,21 @@ others:
   returned: always
   type: list
   elements: str
+# written by hack/shared_docs.py from plugins/doc_fragments/api_requests.py (what the adapter adds): run it after a change there
+api_requests:
+  description:
+    - Requests this task made to the API server; a watch counts as one.
+  returned: success
+  type: int
+  sample: 14
+api_requests_by:
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: success
+  type: dict
+  sample: {"get nodes": 1, "list pods": 2, "create pods/eviction": 11}
+# end of what hack/shared_docs.py writes
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run

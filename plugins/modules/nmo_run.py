@@ -164,16 +164,6 @@ kubernetes:
   returned: state=started
   type: str
   sample: v1.31.13
-api_requests:
-  description: Requests made to the API server.
-  returned: always
-  type: int
-api_requests_by:
-  description:
-    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
-      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
-  returned: always
-  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -83,14 +83,21 @@ taint:
   returned: always
   type: dict
   sample: {key: nmo.maintenance/waiting, value: 20261201-050102-a1b2c3, effect: PreferNoSchedule}
+# written by hack/shared_docs.py from plugins/doc_fragments/api_requests.py (what the adapter adds): run it after a change there
 api_requests:
-  description: Requests made to the API server.
-  returned: always
+  description:
+    - Requests this task made to the API server; a watch counts as one.
+  returned: success
   type: int
+  sample: 14
 api_requests_by:
-  description: The same requests by kind (C(verb resource)).
-  returned: always
+  description:
+    - The same requests by kind, as the API server's audit log names them (C(verb resource)), for
+      example V(list pods), V(create pods/eviction), V(patch nodemaintenances/status), V(update leases).
+  returned: success
   type: dict
+  sample: {"get nodes": 1, "list pods": 2, "create pods/eviction": 11}
+# end of what hack/shared_docs.py writes
 """
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run

@@ -9,15 +9,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import struct
-import subprocess
-import tempfile
 import time
 from datetime import datetime
-from html.parser import HTMLParser
 from xml.etree import ElementTree
 
 import pytest
+from browser import Dom, chromium, screenshot
 from report_schema import validate
 from topology import wait_for
 
@@ -27,29 +24,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 BEGIN = "Begin | NodeMaintenance, leases and etcd guard, taints, cordon and label"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-def chromium(*args: str) -> subprocess.CompletedProcess:
-    binary = shutil.which("chromium")
-    assert binary, "chromium is not installed: hack/test pytest tests/integration/test_report.py installs it"
-    with tempfile.TemporaryDirectory() as profile:
-        return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                              capture_output=True, text=True, timeout=90, check=False)
-
-
-class Dom(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list = []
-        self.text: list = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-    def handle_data(self, data):
-        self.text.append(data)
 
 
 def evictions(audit: AuditLog, user: str, code: int, since: float = 0.0) -> list:
@@ -197,10 +171,6 @@ def test_a_rollout_with_a_block_a_kill_a_resume_and_a_failure_is_reported(cluste
     text = "".join(dom.text)
     assert f"blocked: {world.namespace}/{hold} (PDB hold)"[:30] in text and "DIMM slot 3 not detected" in text
     shot = tmp_path / "report.png"
-    taken = chromium(f"--screenshot={shot}", "--window-size=1280,1500", "--hide-scrollbars", page)
-    assert taken.returncode == 0 and shot.exists(), taken.stderr[-2000:]
-    head = shot.read_bytes()[:24]
-    assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1280, 1500)
-    assert shot.stat().st_size > 50_000, "a blank page"
+    screenshot(page, shot, 1280, 1500)
     if os.environ.get("NMO_REPORT_SCREENSHOT"):  # the picture docs/report.md and the README show
         shutil.copy(shot, os.environ["NMO_REPORT_SCREENSHOT"])

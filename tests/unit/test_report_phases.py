@@ -6,7 +6,8 @@ The real maintenance playbook and role run through ansible-playbook with the rea
 callback, three nodes, no cluster: every module of the collection is a stand-in action that
 answers as the module would (a fake collection tree beside the real one, whose other plugins
 are the real ones). node-a is maintained, node-b's work hook fails (the failure path), node-c's
-settle fails (the settle's rescue). The same run again with every task of the role and of the
+settle fails (the settle's rescue), node-d is not started and fails the run (the begin's
+fails_run): the last three say their last line with last_line.yml. The same run again with every task of the role and of the
 playbook renamed at random, names of the other phases' tasks among them, writes the same report.
 """
 
@@ -31,11 +32,11 @@ from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_mode
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "node_maintenance"
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("nmo_*.py"))
-NODES = ("node-a", "node-b", "node-c")
+NODES = ("node-a", "node-b", "node-c", "node-d")
 pytestmark = pytest.mark.slow
 
 # Every module of the collection, as an action that answers what the role reads of the module's
-# result, and nothing from a cluster. node-c's settle fails.
+# result, and nothing from a cluster. node-c's settle fails; node-d's begin says it was not started.
 FAKE = '''
 from ansible.plugins.action import ActionBase
 
@@ -57,6 +58,9 @@ class ActionModule(ActionBase):
                        turns={{n: i for i, n in enumerate(nodes)}}, reordered=False, missing=[])
         elif NAME == "nmo_plan":
             out.update(plan="full", say="", outcome="succeeded", resume=False, planned_at=0.0, report={{}})
+        elif NAME == "nmo_maintenance" and host == "node-d" and not args.get("state"):
+            out.update(plan="stopped", fails_run=True, outcome="not started (a kept node holds its place)",
+                       say="node node-d was not started: a kept node of a gone run holds its place")
         elif NAME == "nmo_maintenance" and args.get("state") == "failed":
             out.update(phase="work", policy="auto", kept=True, rolled_back=False, reached=[], outcome="kept out of service",
                        message="maintenance of node " + host + " failed (work phase): kept out of service")
@@ -190,6 +194,9 @@ def test_the_report_finds_every_phase_of_the_role(reports):
     c = nodes["node-c"]
     assert [p["name"] for p in c["phases"]] == every[:-1], "the settle's rescue is the settle's"
     assert c["outcome"] == "failed" and "its settle failed: a workload is not whole again" in c["error"], c
+    d = nodes["node-d"]
+    assert [p["name"] for p in d["phases"]] == ["begin"] and d["outcome"] == "not started", d
+    assert "a kept node of a gone run holds its place" in d["error"], d
     assert reports["named"]["run"]["outcome"] == "failed"
     assert all(n["api_requests"] > 0 for n in nodes.values())
 
@@ -233,3 +240,11 @@ def test_the_role_names_its_phases_from_the_one_table():
             assert writes[included(item)] == phase, (included(item), phase)
     assert writes["hooks.yml"] == "{{ " + report_model.PHASE_VAR + " }}"
 
+
+def test_the_nodes_last_line_is_one_file_the_three_places_include():
+    """The failure path, the settle's rescue and a begin that fails the run say the node's last
+    line with last_line.yml; its tasks are in the including phase, so it needs no copy a phase."""
+    assert sorted(f for f, i in role_items() if included(i) == "last_line.yml") == ["begin.yml", "failed.yml", "main.yml"]
+    kept = {f for f, i in role_items() if "node_maintenance_last_line" in (i.get("ansible.builtin.set_fact") or {})}
+    grouped = {f for f, i in role_items() if (i.get("ansible.builtin.group_by") or {}).get("key") == "nmo_failed"}
+    assert kept == grouped == {"last_line.yml"}

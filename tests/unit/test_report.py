@@ -352,3 +352,13 @@ def test_the_failure_the_playbook_repeats_at_its_end_is_the_nodes_not_its_time()
     alone = {n["name"]: n for n in a_run().build(T0 + 20)["nodes"]}["node-b"]
     assert b["outcome"] == "failed" and b["error"] == alone["error"]
     assert b["seconds"] == alone["seconds"] and b["phases"] == alone["phases"]
+
+
+def test_a_node_whose_look_failed_is_failed_not_skipped():
+    """The look is the role's nmo_plan for one node (what the module was asked and answers), and
+    a failure outside every phase is the node's failure."""
+    c = a_run()
+    c.add(rec("node-c", "a look renamed", "nmo.maintenance.nmo_plan", 7.5, 8,
+              {"msg": "Unauthorized", "invocation": {"module_args": {"node": "node-c"}}}, "failed"))
+    node = {n["name"]: n for n in c.build(T0 + 20)["nodes"]}["node-c"]
+    assert (node["outcome"], node["error"], node["phases"]) == ("failed", "Unauthorized", [])

@@ -72,7 +72,7 @@ class CallbackModule(CallbackBase):
             start = self.starts.pop((host, task._uuid), now)
             # the role's phase: the node_maintenance_phase its include gave the task, not its name
             self.collector.add(report_model.TaskRecord(host, task.get_name(), action, start, now, status, res,
-                                                       report_model.phase_of(task)))
+                                                       report_model.phase_of(task), getattr(task, "run_once", None) is True))
         except Exception as exc:  # a report must never fail the run
             display.warning(f"nmo_report: a task result was not recorded: {type(exc).__name__}: {exc}")
 

@@ -62,6 +62,7 @@ class TaskRecord:
     status: str  # ok, failed, skipped, unreachable
     result: Dict[str, Any]
     phase: Optional[str] = None  # the role's phase the task is part of (phase_of); None: none
+    once: bool = False  # run once for the play (run_once): outside a phase, the run's task, not a node's
 
 
 @dataclass
@@ -176,7 +177,7 @@ class Collector:
             else:
                 self.run_requests += count
                 add_counts(self.run_requests_by, res.get("api_requests_by"))
-        if story is None or rec.status == "skipped":
+        if story is None or rec.status == "skipped" or (rec.once and phase is None):
             return
         if ((res.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance"):
             story.results.setdefault(SUMMARY, []).append(rec)  # summary.yml, wherever it is imported

@@ -362,3 +362,13 @@ def test_a_node_whose_look_failed_is_failed_not_skipped():
               {"msg": "Unauthorized", "invocation": {"module_args": {"node": "node-c"}}}, "failed"))
     node = {n["name"]: n for n in c.build(T0 + 20)["nodes"]}["node-c"]
     assert (node["outcome"], node["error"], node["phases"]) == ("failed", "Unauthorized", [])
+
+
+def test_a_task_the_play_runs_once_outside_a_phase_is_the_runs_not_a_nodes():
+    """The maintenance playbook's last plays (the waiting taints' removal) run once, on the first
+    host: a failure there is not that node's."""
+    c = a_run()
+    c.add(TaskRecord("node-a", "No waiting taint of this run is left", "nmo.maintenance.nmo_waiting", T0 + 17, T0 + 18,
+                     "failed", {"msg": "Forbidden", "api_requests": 1}, None, True))
+    report = c.build(T0 + 20)
+    assert report["nodes"][0]["outcome"] == "succeeded" and report["api_requests"] == 3 + 36 + 1 + 1

@@ -25,6 +25,7 @@ from typing import Any, Dict, List
 
 import pytest
 import yaml
+from ansible.release import __version__ as core_version
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import record
 from ansible_collections.nmo.maintenance.plugins.plugin_utils import report_model
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "node_maintenance"
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("nmo_*.py"))
 NODES = ("node-a", "node-b", "node-c", "node-d")
+CORE = tuple(int(part) for part in core_version.split(".")[:2])
 pytestmark = pytest.mark.slow
 
 # Every module of the collection, as an action that answers what the role reads of the module's
@@ -129,7 +131,7 @@ def rename_tasks(files: List[Path], rng: random.Random) -> None:
         for item in items(data):
             if "hosts" in item:
                 continue
-            made_up = "".join(rng.choice("abcdefghij") for _ in range(8))
+            made_up = "".join(rng.choices("abcdefghij", k=8))
             item["name"] = rng.choice([rng.choice(names), f"{made_up.title()} | {made_up}", made_up])
         path.write_text(yaml.safe_dump(data, sort_keys=False))
 
@@ -191,6 +193,9 @@ def test_the_report_finds_every_phase_of_the_role(reports):
     b = nodes["node-b"]
     assert [p["name"] for p in b["phases"]] == every[:every.index("hooks work") + 1] + ["failed"]
     assert (b["outcome"], b["failed_phase"]) == ("failed", "work") and "DIMM slot 3 not detected" in b["error"], b
+    if CORE < (2, 17):  # ansible-core 2.16 ends the play at the first host ended in a rescue (node-b's)
+        assert [nodes[n]["outcome"] for n in ("node-c", "node-d")] == ["not reached"] * 2
+        return
     c = nodes["node-c"]
     assert [p["name"] for p in c["phases"]] == every[:-1], "the settle's rescue is the settle's"
     assert c["outcome"] == "failed" and "its settle failed: a workload is not whole again" in c["error"], c

@@ -15,6 +15,8 @@ description:
   - It needs no configuration for C(playbooks/maintenance.yml), whose C(callback_plugins/) folder enables it;
     elsewhere enable it as C(nmo.maintenance.nmo_report) in C(callbacks_enabled).
   - A playbook without a maintenance run (no C(nmo.maintenance.nmo_run) task) gets no report.
+  - A task's phase is the C(node_maintenance_phase) variable that the role's include of its phase file
+    gives it (a hook's and a gate's own tasks inherit it), never the task's name.
 notes:
   - The report reads the cluster once at the end (a few list requests with the run's connection) for where the
     evicted pods' replacements landed and for the events of NodeMaintenances an earlier run began.
@@ -68,7 +70,9 @@ class CallbackModule(CallbackBase):
                 if action == report_model.RUN_TASK and args.get("awx_job_id"):
                     self.awx_job_id = str(args["awx_job_id"])
             start = self.starts.pop((host, task._uuid), now)
-            self.collector.add(report_model.TaskRecord(host, task.get_name(), action, start, now, status, res))
+            # the role's phase: the node_maintenance_phase its include gave the task, not its name
+            self.collector.add(report_model.TaskRecord(host, task.get_name(), action, start, now, status, res,
+                                                       report_model.phase_of(task), getattr(task, "run_once", None) is True))
         except Exception as exc:  # a report must never fail the run
             display.warning(f"nmo_report: a task result was not recorded: {type(exc).__name__}: {exc}")
 

@@ -2,13 +2,17 @@
 """The run report's content (docs/report.md), built from what the run's tasks returned.
 
 Pure: no Ansible, no I/O. The report callback (plugins/callback/nmo_report.py) feeds a
-``Collector`` one ``TaskRecord`` a task result (host, task name, module, start and end time,
-status, result) and asks ``build()`` for the report at the end of the playbook, whatever
-ended it. The phases of a node are the role's task groups: a task named ``Group | ...``
-opens a phase, tasks without a known prefix (the hooks' own tasks) belong to the phase that
-is open, and a phase ends when its last task ends. A new phase of the role is reported as
-soon as its tasks are named ``Its name | ...``; a module that knows finer steps returns
-``phases`` (a list of ``{name, start, end}``, epoch seconds) and they are shown too.
+``Collector`` one ``TaskRecord`` a task result (host, task name, module, the role's phase the
+task is part of, start and end time, status, result) and asks ``build()`` for the report at the
+end of the playbook, whatever ended it. The phases of a node are the role's: each include of a
+phase file in the role (tasks/main.yml) says which phase its tasks are in with the variable
+``node_maintenance_phase`` (``PHASE_VAR``), which every task inside it inherits, the user's
+own hook and gate tasks too; the callback reads it from the task (``phase_of``). A task's name
+plays no part. Consecutive tasks of one phase make one stretch of it; a task outside every
+phase (the look, the input check, the summary, the playbook's own plays) ends the stretch that
+was open. The names the report shows are model/record.py's ``REPORTED``; a phase the role
+names that the table does not know is shown under its own name. A module that knows finer steps
+returns ``phases`` (a list of ``{name, start, end}``, epoch seconds) and they are shown too.
 """
 
 from __future__ import annotations
@@ -18,25 +22,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional
 
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import record
+
 SCHEMA = "https://nmo.maintenance/report.schema.json"
 SCHEMA_VERSION = 2  # docs/report.md, "Versions": what each number changed
 
-# Task group prefix -> phase name; None: the task is not part of a maintenance phase.
-GROUPS: Dict[str, Optional[str]] = {
-    "Look": None, "Inputs": None, "Summary": None, "Check files": None, "Run": None, "Preflight": None,
-    "Begin": "begin", "Drain": "drain", "Ready": "ready wait", "Gate": "gate", "Confirm": "confirm",
-    "End": "end", "Failed": "failed", "Settle": "settle", "Hooks": "hooks",
-    # telling people (docs/notifications.md): a request each, no phase of the node's
-    "Silence": None, "Notify": None,
-}
-PREFIX = re.compile(r"^(?:[\w.]+ : )?([A-Z][\w -]{0,30}?) \| (.*)$")
-HOOK_PHASE = re.compile(r"of phase (\w+)")
-# main.yml's includes of the hooks (no group prefix): they open their phase
-INCLUDES = {"Before-drain hooks": "hooks before_drain", "Work hooks": "hooks work", "After hooks": "hooks after"}
-ROLE_PREFIX = re.compile(r"^[\w.]+ : ")
+PHASE_VAR = "node_maintenance_phase"  # what the role's includes of its phase files set (tasks/main.yml)
 PDB_NAME = re.compile(r"disruption budget (\S+?)[ ,)]")
 RUN_TASK = "nmo.maintenance.nmo_run"
+PLAN_TASK = "nmo.maintenance.nmo_plan"
 REPORT_FACT = "node_maintenance_report_settings"  # set by tasks/run.yml
+LOOK, SUMMARY = "look", "summary"  # a node's results outside its phases: its look, its summary (set_stats)
 MIN_WAIT = 0.5  # shorter lease or etcd waits are part of the begin, not a wait of their own
 
 
@@ -59,12 +55,14 @@ def epoch_of(text: Any) -> Optional[float]:
 @dataclass
 class TaskRecord:
     host: str
-    task: str
+    task: str  # its name, as Ansible shows it: for the console's sake only, the report never reads it
     action: str
     start: float
     end: float
     status: str  # ok, failed, skipped, unreachable
     result: Dict[str, Any]
+    phase: Optional[str] = None  # the role's phase the task is part of (phase_of); None: none
+    once: bool = False  # run once for the play (run_once): outside a phase, the run's task, not a node's
 
 
 @dataclass
@@ -81,24 +79,35 @@ class Phase:
                 "note": self.note}
 
 
-def group_of(task: str) -> Optional[str]:
-    """The task's group prefix (``Begin`` of ``role : Begin | ...``), None without one."""
-    if ROLE_PREFIX.sub("", task) in INCLUDES:
-        return "Hooks"
-    found = PREFIX.match(task)
-    return found.group(1) if found else None
+def phase_of(task: Any) -> Optional[str]:
+    """The role's phase an Ansible task is part of: ``node_maintenance_phase`` as the task's own
+    variables, its blocks' and the includes and imports it came through give it (``get_vars()``,
+    Ansible's public method on a task; without it, the task's own ``vars``). None when none does,
+    or the value is not a plain name (a template, which only a task's run could render)."""
+    try:
+        get_vars = getattr(task, "get_vars", None)
+        found = get_vars() if callable(get_vars) else (getattr(task, "vars", None) or {})
+        value = found.get(PHASE_VAR) if isinstance(found, dict) else None
+    except Exception:  # a task object of another shape: no phase rather than no report
+        return None
+    if not isinstance(value, str) or not value.strip() or "{" in value:
+        return None
+    return str(value).strip()
 
 
-def phase_name(prefix: str, task: str) -> Optional[str]:
-    if prefix == "Hooks":
-        bare = ROLE_PREFIX.sub("", task)
-        if bare in INCLUDES:
-            return INCLUDES[bare]
-        found = HOOK_PHASE.search(task)
-        return f"hooks {found.group(1)}" if found else "hooks"
-    if prefix in GROUPS:
-        return GROUPS[prefix]
-    return prefix.lower()  # a phase someone added to the role: reported under its own name
+def label(phase: str) -> str:
+    """The name the report shows for a phase of the role (model/record.py's table; a phase the
+    role names that the table does not know: its own name)."""
+    return record.REPORTED.get(phase, phase)
+
+
+def is_look(rec: TaskRecord, res: Dict[str, Any]) -> bool:
+    """The role's look at its node: nmo_plan for one node (its ``plan``, or a failed call asked
+    for one ``node``), not the playbook's one call for every node (``plans``)."""
+    if rec.action != PLAN_TASK or "plans" in res:
+        return False
+    asked = (res.get("invocation") or {}).get("module_args") or {}
+    return isinstance(res.get("plan"), str) or bool(asked.get("node"))
 
 
 def pdb_of(reason: str) -> Optional[str]:
@@ -112,7 +121,8 @@ class NodeStory:
     node: str
     phases: List[Phase] = field(default_factory=list)
     open: Optional[Phase] = None
-    results: Dict[str, List[TaskRecord]] = field(default_factory=dict)  # phase -> its module results
+    # the role's phase (record.py) -> its module results; and LOOK, SUMMARY
+    results: Dict[str, List[TaskRecord]] = field(default_factory=dict)
     failed_tasks: List[TaskRecord] = field(default_factory=list)
     api_requests: int = 0
     api_requests_by: Dict[str, int] = field(default_factory=dict)
@@ -148,53 +158,49 @@ class Collector:
         facts = res.get("ansible_facts") or {}
         if isinstance(facts.get(REPORT_FACT), dict):
             self.settings = facts[REPORT_FACT]
-        if rec.action == "nmo.maintenance.nmo_plan" and isinstance(res.get("plans"), dict):
+        if rec.action == PLAN_TASK and isinstance(res.get("plans"), dict):
             self.plans = res["plans"]
-        prefix = group_of(rec.task)
         story = self.stories.get(rec.host)
-        per_node = prefix is not None and phase_name(prefix, rec.task) is not None
-        if prefix == "Look" and rec.action == "nmo.maintenance.nmo_plan" and rec.status != "skipped":
+        phase = rec.phase or None
+        look = is_look(rec, res)
+        if look and rec.status != "skipped":
             story = self.story(rec.host)
             story.node = res.get("node") or rec.host
-            story.results.setdefault("look", []).append(rec)
+            story.results.setdefault(LOOK, []).append(rec)
         count = res.get("api_requests")
         if isinstance(count, int):
-            target = story if story is not None and (per_node or prefix in ("Look", "Inputs")) else None
+            # a node's own calls (its look, those of its phases) are the node's; the rest the run's
+            target = story if story is not None and (phase is not None or look) else None
             if target is not None:
                 target.api_requests += count
                 add_counts(target.api_requests_by, res.get("api_requests_by"))
             else:
                 self.run_requests += count
                 add_counts(self.run_requests_by, res.get("api_requests_by"))
-        if story is None or rec.status == "skipped":
+        if story is None or rec.status == "skipped" or (rec.once and phase is None):
             return
         if ((res.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance"):
-            story.results.setdefault("summary", []).append(rec)  # Summary | and Failed | Summary
-        if prefix == "Summary":
+            story.results.setdefault(SUMMARY, []).append(rec)  # summary.yml, wherever it is imported
+        failed = rec.status in ("failed", "unreachable") and not res.get("skipped")
+        if phase is None:
+            # outside every phase: the look, the input check, the summary, the playbook's own
+            # plays. The stretch that was open ends. A failure here is the node's, not time it
+            # spent: the maintenance playbook's last play failing it with its last line
+            # (node_maintenance_fail_at_run_end), after every other node had its turn
             story.open = None
+            if failed:
+                story.failed_tasks.append(rec)
             return
-        name = phase_name(prefix, rec.task) if prefix is not None else None
-        if prefix is not None and name is None:
-            story.open = None
-            return
-        if name == "failed" and rec.status == "failed" and not ROLE_PREFIX.match(rec.task):
-            # the maintenance playbook's last play failing the node with its last line
-            # (node_maintenance_fail_at_run_end): the node's failure, not time it spent
-            story.failed_tasks.append(rec)
-            return
-        if name == "hooks" and story.open is not None and story.open.name.startswith("hooks"):
-            name = story.open.name  # a hook task whose name was not templated: the include said which
-        if name is not None and (story.open is None or story.open.name != name):
+        name = label(phase)
+        if story.open is None or story.open.name != name:
             story.open = Phase(name, rec.start, rec.end)
             story.phases.append(story.open)
-        if story.open is None:
-            return
         story.open.end = max(story.open.end, rec.end)
         story.first = rec.start if story.first is None else min(story.first, rec.start)
         story.last = rec.end if story.last is None else max(story.last, rec.end)
         if rec.action.startswith("nmo.maintenance."):
-            story.results.setdefault(story.open.name, []).append(rec)
-        if rec.status in ("failed", "unreachable") and not res.get("skipped"):
+            story.results.setdefault(phase, []).append(rec)
+        if failed:
             story.failed_tasks.append(rec)
 
     # -- the report ------------------------------------------------------------------------
@@ -262,7 +268,7 @@ def split_begin(phases: List[Phase], begin: Dict[str, Any]) -> List[Phase]:
     out: List[Phase] = []
     lease = begin.get("lease") if isinstance(begin.get("lease"), dict) else {}
     for phase in phases:
-        if phase.name != "begin" or not begin:
+        if phase.name != label(record.BEGIN) or not begin:
             out.append(phase)
             continue
         at = phase.start
@@ -276,7 +282,7 @@ def split_begin(phases: List[Phase], begin: Dict[str, Any]) -> List[Phase]:
         if etcd_wait >= MIN_WAIT:
             out.append(Phase("etcd guard wait", at, min(at + etcd_wait, phase.end)))
             at = min(at + etcd_wait, phase.end)
-        out.append(Phase("begin", at, phase.end))
+        out.append(Phase(label(record.BEGIN), at, phase.end))
     return out
 
 
@@ -366,10 +372,10 @@ def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any
     if created is not None:
         drain_at = firsts.get("Drain")
         begin_end = drain_at if drain_at is not None else (last or created)
-        phases.append(Phase("begin", created, max(created, begin_end), earlier_run=True))
+        phases.append(Phase(label(record.BEGIN), created, max(created, begin_end), earlier_run=True))
         if drain_at is not None:
             end = max(drain_at, last or drain_at)
-            phases.append(Phase("drain", drain_at, end, earlier_run=True,
+            phases.append(Phase(label(record.DRAIN), drain_at, end, earlier_run=True,
                                 note=f"{nm.get('phase', '')} at {nm.get('drainProgress', 0)}% when that run stopped"))
             for ev in events:
                 if ev.get("reason") != "DrainError":
@@ -389,17 +395,17 @@ def earlier_story(nm_name: str, plan: Dict[str, Any], events: List[Dict[str, Any
 
 def node_report(story: NodeStory, plan: Optional[Dict[str, Any]], cluster: Dict[str, Any],
                 run_start: Optional[float] = None) -> Dict[str, Any]:
-    begin = last_result(story, "begin")
-    drain = last_result(story, "drain")
-    failed = last_result(story, "failed")
-    look = last_result(story, "look")
-    summary_recs = story.results.get("summary") or []
+    begin = last_result(story, record.BEGIN)
+    drain = last_result(story, record.DRAIN)
+    failed = last_result(story, record.FAILED)
+    look = last_result(story, LOOK)
+    summary_recs = story.results.get(SUMMARY) or []
     summary: Dict[str, Any] = {}
     for rec in summary_recs:
         data = ((rec.result.get("ansible_stats") or {}).get("data") or {}).get("nmo_maintenance") or {}
         summary = data.get(story.node) or summary
     phases = split_begin(story.phases, begin)
-    drain_phase = next((p for p in phases if p.name == "drain"), None)
+    drain_phase = next((p for p in phases if p.name == label(record.DRAIN)), None)
     phases += module_phases(story)
     blocked = blocked_of(story, drain, drain_phase)
     for p in phases:
@@ -470,7 +476,7 @@ def outcome_of(story: NodeStory, summary: Dict[str, Any], look: Dict[str, Any], 
         return "failed"
     if not story.phases:
         return "skipped" if look or summary else "not reached"
-    if not any(p.name == "end" and not p.earlier_run for p in story.phases):
+    if not any(p.name == label(record.END) and not p.earlier_run for p in story.phases):
         return "interrupted"  # the play ended (another node's failure, max_fail_percentage 0) before its end
     return "succeeded"
 
@@ -487,7 +493,7 @@ def moved_pods(collector: Collector) -> List[tuple]:
     """(pod key, node, when it left) of every pod the run's drains moved, for the reads."""
     out = []
     for story in collector.stories.values():
-        for rec in story.results.get("drain", []):
+        for rec in story.results.get(record.DRAIN, []):
             res = rec.result if isinstance(rec.result, dict) else {}
             for how in ("evicted", "deleted"):
                 for pod in res.get(how) or []:
@@ -499,7 +505,7 @@ def moved_pods(collector: Collector) -> List[tuple]:
 def adopted_maintenances(collector: Collector) -> List[str]:
     out = []
     for story in collector.stories.values():
-        begin = last_result(story, "begin")
+        begin = last_result(story, record.BEGIN)
         if begin.get("adopted_from"):
             out.append((begin.get("maintenance") or {}).get("name") or "")
     return [n for n in out if n]

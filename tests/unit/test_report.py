@@ -24,8 +24,10 @@ REFUSAL = ("Cannot evict pod as it would violate the pod's disruption budget. (T
            "1 healthy pods and has 1 currently) Pod ns/hold-1 stays pending; retried every 1 s.")
 
 
-def rec(host, task, action, start, end, result=None, status="ok"):
-    return TaskRecord(host, task, action, T0 + start, T0 + end, status, result or {})
+def rec(host, task, action, start, end, result=None, status="ok", phase=None):
+    """A task result; ``phase`` is the role's phase the callback read from the task
+    (node_maintenance_phase, as the role's include of the phase file gave it)."""
+    return TaskRecord(host, task, action, T0 + start, T0 + end, status, result or {}, phase)
 
 
 def a_run(failing_error="DIMM slot 3 not detected", name_b="node-b"):
@@ -42,33 +44,38 @@ def a_run(failing_error="DIMM slot 3 not detected", name_b="node-b"):
     c.add(rec("node-a", "Read the maintenance state", "nmo.maintenance.nmo_plan", 0.6, 1, {"plans": plans}))
     for host in ("node-a", name_b):
         c.add(rec(host, ROLE + "Look | Decide what to do with the node", "nmo.maintenance.nmo_plan", 1, 1.2,
-                  {"node": host, "outcome": "maintained", "api_requests": 1, "api_requests_by": {"list leases": 1}}))
+                  {"node": host, "plan": "full", "outcome": "maintained", "api_requests": 1,
+                   "api_requests_by": {"list leases": 1}}))
         c.add(rec(host, ROLE + "Inputs | Check the drain options", "nmo.maintenance.nmo_drain", 1.2, 1.3))
     c.add(rec("node-a", ROLE + "Begin | NodeMaintenance, leases", "nmo.maintenance.nmo_maintenance", 2, 4.5, {
         "maintenance": {"name": "maintenance-a"}, "waited": 2.0, "api_requests": 10,
         "api_requests_by": {"create leases": 2, "patch nodes": 1, "list leases": 7},
         "lease": {"waited": 2.0, "holders": [{"holder": "node-z"}], "etcd": None,
-                  "acquired": [{"role": "slot", "name": "slot-0", "namespace": "medik8s-leases", "action": "created"}]}}))
+                  "acquired": [{"role": "slot", "name": "slot-0", "namespace": "medik8s-leases", "action": "created"}]}},
+              phase="begin"))
     c.add(rec(name_b, ROLE + "Begin | NodeMaintenance, leases", "nmo.maintenance.nmo_maintenance", 2, 2.4,
-              {"maintenance": {"name": "maintenance-b"}, "lease": {"waited": 0.0}}))
+              {"maintenance": {"name": "maintenance-b"}, "lease": {"waited": 0.0}}, phase="begin"))
     c.add(rec("node-a", ROLE + "Drain | Evict the pods", "nmo.maintenance.nmo_drain", 4.5, 14.5, {
         "evicted": [{"namespace": "ns", "name": "hold-1"}, {"namespace": "ns", "name": "web-1"}], "deleted": [],
         "blocked": [{"namespace": "ns", "name": "hold-1", "reason": REFUSAL, "since": T0 + 5, "until": T0 + 13}],
-        "api_requests": 20, "api_requests_by": {"create pods/eviction": 12, "list pods": 8}}))
+        "api_requests": 20, "api_requests_by": {"create pods/eviction": 12, "list pods": 8}}, phase="drain"))
     c.add(rec(name_b, ROLE + "Drain | Evict the pods", "nmo.maintenance.nmo_drain", 2.4, 3,
-              {"evicted": [{"namespace": "ns", "name": "web-2"}], "blocked": []}))
-    c.add(rec(name_b, ROLE + "Hooks | Check the files of phase work", "nmo.maintenance.nmo_check_files", 3, 3.1))
-    c.add(rec(name_b, ROLE + "Hooks | Run on the node the hooks of phase work", "ansible.builtin.include_tasks", 3.1, 3.2))
-    c.add(rec(name_b, "Replace the memory", "ansible.builtin.fail", 3.2, 6, {"msg": failing_error}, "failed"))
-    c.add(rec(name_b, ROLE + "Failed | Keep the error", "ansible.builtin.set_fact", 6, 6.1))
+              {"evicted": [{"namespace": "ns", "name": "web-2"}], "blocked": []}, phase="drain"))
+    c.add(rec(name_b, ROLE + "Hooks | Check the files of phase work", "nmo.maintenance.nmo_check_files", 3, 3.1,
+              phase="work"))
+    c.add(rec(name_b, ROLE + "Hooks | Run on the node the hooks of phase work", "ansible.builtin.include_tasks", 3.1, 3.2,
+              phase="work"))
+    c.add(rec(name_b, "Replace the memory", "ansible.builtin.fail", 3.2, 6, {"msg": failing_error}, "failed", phase="work"))
+    c.add(rec(name_b, ROLE + "Failed | Keep the error", "ansible.builtin.set_fact", 6, 6.1, phase="failed"))
     c.add(rec(name_b, ROLE + "Failed | Record it on the NodeMaintenance", "nmo.maintenance.nmo_maintenance", 6.1, 7,
               {"phase": "work", "policy": "rollback", "rolled_back": True, "kept": False,
-               "reached": ["uncordon", "taints", "lease", "maintenance"], "message": "node back in service"}))
+               "reached": ["uncordon", "taints", "lease", "maintenance"], "message": "node back in service"}, phase="failed"))
     c.add(rec(name_b, ROLE + "Failed | Summary for AWX (set_stats)", "ansible.builtin.set_stats", 7, 7.1, {
-        "ansible_stats": {"data": {"nmo_maintenance": {name_b: {"result": "failed", "error": failing_error}}}}}))
-    c.add(rec(name_b, ROLE + "Failed | Stop here", "ansible.builtin.fail", 7.1, 7.2, {"msg": "stop"}, "failed"))
-    c.add(rec("node-a", ROLE + "Ready | Wait for the node to be Ready", "nmo.maintenance.nmo_info", 14.5, 15))
-    c.add(rec("node-a", ROLE + "End | Uncordon", "nmo.maintenance.nmo_maintenance", 15, 16, {"api_requests": 5}))
+        "ansible_stats": {"data": {"nmo_maintenance": {name_b: {"result": "failed", "error": failing_error}}}}},
+        phase="failed"))
+    c.add(rec(name_b, ROLE + "Failed | Stop here", "ansible.builtin.fail", 7.1, 7.2, {"msg": "stop"}, "failed", phase="failed"))
+    c.add(rec("node-a", ROLE + "Ready | Wait for the node to be Ready", "nmo.maintenance.nmo_info", 14.5, 15, phase="ready"))
+    c.add(rec("node-a", ROLE + "End | Uncordon", "nmo.maintenance.nmo_maintenance", 15, 16, {"api_requests": 5}, phase="end"))
     c.add(rec("node-a", ROLE + "Summary | Per-node result", "ansible.builtin.set_stats", 16, 16.1, {
         "ansible_stats": {"data": {"nmo_maintenance": {"node-a": {"result": "maintained", "error": ""}}}}}))
     return c
@@ -172,9 +179,12 @@ def test_an_adopted_node_shows_what_the_earlier_run_did():
 
 
 def test_a_phase_added_to_the_role_is_reported_under_its_name():
+    """A phase file the role includes with a node_maintenance_phase that model/record.py's table
+    does not know is reported under that name, whatever its tasks are called."""
     c = a_run()
-    c.add(rec("node-a", ROLE + "Settle | Wait for the workloads", "nmo.maintenance.nmo_settle", 16.2, 18))
-    c.add(rec("node-a", ROLE + "Firmware check | Ask the BMC", "ansible.builtin.uri", 18, 19))
+    c.add(rec("node-a", ROLE + "Settle | Wait for the workloads", "nmo.maintenance.nmo_settle", 16.2, 18, phase="settle"))
+    c.add(rec("node-a", ROLE + "Ask the BMC", "ansible.builtin.uri", 18, 19, phase="firmware check"))
+    c.add(rec("node-a", ROLE + "Firmware check | Ask the BMC again", "ansible.builtin.uri", 19, 19.5))  # no phase
     names = [p["name"] for p in c.build(T0 + 20)["nodes"][0]["phases"]]
     assert names[-2:] == ["settle", "firmware check"]
 
@@ -308,17 +318,19 @@ def test_a_blocked_node_the_rollout_went_past_is_named_with_why(action, outcome)
     c = a_run()
     said = f"{outcome.split(' ')[0]} (blocked: drain timed out after 5 s; pending: ns/db-0)"
     c.add(rec("node-c", ROLE + "Look | Decide what to do with the node", "nmo.maintenance.nmo_plan", 7.5, 8,
-              {"node": "node-c", "outcome": "maintained"}))
+              {"node": "node-c", "plan": "full", "outcome": "maintained"}))
     c.add(rec("node-c", ROLE + "Begin | NodeMaintenance, leases", "nmo.maintenance.nmo_maintenance", 8, 8.5,
-              {"maintenance": {"name": "maintenance-c"}}))
+              {"maintenance": {"name": "maintenance-c"}}, phase="begin"))
     c.add(rec("node-c", ROLE + "Drain | Evict the pods", "nmo.maintenance.nmo_drain", 8.5, 13.5,
-              {"msg": "drain of node node-c timed out after 5 s", "blocker": "drain timed out after 5 s"}, "failed"))
+              {"msg": "drain of node node-c timed out after 5 s", "blocker": "drain timed out after 5 s"}, "failed",
+              phase="drain"))
     c.add(rec("node-c", ROLE + "Failed | Record it on the NodeMaintenance", "nmo.maintenance.nmo_maintenance", 13.5, 14,
               {"phase": "drain", "policy": "auto", "kept": action == "quarantine", "rolled_back": action == "skip",
                "blocked": {"action": action, "why": "the rollout goes on", "blocker": "drain timed out after 5 s"},
-               "outcome": said, "message": "node node-c could not be drained"}))
+               "outcome": said, "message": "node node-c could not be drained"}, phase="failed"))
     c.add(rec("node-c", ROLE + "Failed | Summary for AWX (set_stats)", "ansible.builtin.set_stats", 14, 14.1, {
-        "ansible_stats": {"data": {"nmo_maintenance": {"node-c": {"result": said, "error": "drain timed out"}}}}}))
+        "ansible_stats": {"data": {"nmo_maintenance": {"node-c": {"result": said, "error": "drain timed out"}}}}},
+        phase="failed"))
     report = c.build(T0 + 20)
     assert validate(report, SCHEMA) == []
     node = {n["name"]: n for n in report["nodes"]}["node-c"]
@@ -340,3 +352,23 @@ def test_the_failure_the_playbook_repeats_at_its_end_is_the_nodes_not_its_time()
     alone = {n["name"]: n for n in a_run().build(T0 + 20)["nodes"]}["node-b"]
     assert b["outcome"] == "failed" and b["error"] == alone["error"]
     assert b["seconds"] == alone["seconds"] and b["phases"] == alone["phases"]
+
+
+def test_a_node_whose_look_failed_is_failed_not_skipped():
+    """The look is the role's nmo_plan for one node (what the module was asked and answers), and
+    a failure outside every phase is the node's failure."""
+    c = a_run()
+    c.add(rec("node-c", "a look renamed", "nmo.maintenance.nmo_plan", 7.5, 8,
+              {"msg": "Unauthorized", "invocation": {"module_args": {"node": "node-c"}}}, "failed"))
+    node = {n["name"]: n for n in c.build(T0 + 20)["nodes"]}["node-c"]
+    assert (node["outcome"], node["error"], node["phases"]) == ("failed", "Unauthorized", [])
+
+
+def test_a_task_the_play_runs_once_outside_a_phase_is_the_runs_not_a_nodes():
+    """The maintenance playbook's last plays (the waiting taints' removal) run once, on the first
+    host: a failure there is not that node's."""
+    c = a_run()
+    c.add(TaskRecord("node-a", "No waiting taint of this run is left", "nmo.maintenance.nmo_waiting", T0 + 17, T0 + 18,
+                     "failed", {"msg": "Forbidden", "api_requests": 1}, None, True))
+    report = c.build(T0 + 20)
+    assert report["nodes"][0]["outcome"] == "succeeded" and report["api_requests"] == 3 + 36 + 1 + 1

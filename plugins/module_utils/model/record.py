@@ -28,6 +28,16 @@ STATUS_FIELD = "progress"  # standalone mode: status.progress
 BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END = (
     "begin", "before_drain", "drain", "work", "ready", "gate", "confirm", "end")
 PHASES = (BEGIN, BEFORE_DRAIN, DRAIN, WORK, READY, GATE, CONFIRM, END)
+# The rest of a node's run, which no record keeps (the failure policy needs only PHASES): the
+# settle after the end, the after hooks, and the failure path.
+SETTLE, AFTER, FAILED = "settle", "after", "failed"
+# Every phase of a node's run, in order, and the name the run report gives it (docs/report.md).
+# The one table of them: the role names the phase of each of its phase files with it
+# (``node_maintenance_phase`` on the include, tasks/main.yml), which is what the report reads
+# (plugin_utils/report_model.py), never a task's name. The hooks' phases say they are hooks.
+REPORTED = {BEGIN: "begin", BEFORE_DRAIN: "hooks before_drain", DRAIN: "drain", WORK: "hooks work",
+            READY: "ready wait", GATE: "gate", CONFIRM: "confirm", END: "end",
+            SETTLE: "settle", AFTER: "hooks after", FAILED: "failed"}
 HELD = ("none", "slot", "all")  # as workflows/run.py's HELD_*: which leases the run holds for the node
 
 # the wire's keys (camelCase, as the rest of the status)

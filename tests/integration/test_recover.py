@@ -236,7 +236,11 @@ def test_a_run_that_has_just_ended_here_is_gone_to_recover_started_at_once(clust
     # its heartbeat (here: this test's own process, which deletes the lease below) still runs
     runs.start(client, ended_run, f"{socket.gethostname()}/{dead.pid}/1", boot=leftovers.boot_id())
     lease_path = f"{LEASES}/{runs.lease_name(ended_run)}"
-    leftovers.write_record({"run": ended_run, "beat": [os.getpid(), leftovers.read_proc(os.getpid()).start]})
+    # the record whole, as the heartbeat writes it: another run's start on this machine (the side
+    # lane's, a soak's) removes a record without this boot and leaves one of another API server
+    leftovers.write_record({"run": ended_run, "server": client.host, "host": socket.gethostname(),
+                            "boot": leftovers.boot_id(), "anchor": [dead.pid, 1],
+                            "beat": [os.getpid(), leftovers.read_proc(os.getpid()).start]})
     lifecycle.begin(client, options(world, node, ended_run))
     maintenance.update_status(client, maintenance_of(client, node), {"phase": "Failed", "lastError": "flash failed"})
 

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import specs
 from .errors import InputError
-from .model import blocked, order, renewal, topology_budgets
+from .model import blocked, drain_spec, order, renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -30,11 +30,9 @@ LEASE_DURATION = "node_maintenance_lease_duration"
 # The drain options, one dict handed whole to nmo_drain and nmo_preflight (specs.DRAIN)
 DRAIN = "node_maintenance_drain"
 # Deprecated in 0.2.0, removed in 1.0.0: the drain options one variable each, as the role took
-# them before node_maintenance_drain. Frozen: a new drain option is a key of that dict only.
-DEPRECATED_DRAIN = {**{f"node_maintenance_drain_{name}": name for name in (
-    "force", "delete_emptydir_data", "ignore_daemonsets", "pod_selector", "grace_period", "timeout",
-    "disable_eviction", "delete_fallback_after", "skip_wait_for_delete_timeout", "parallelism", "retry_delay",
-    "returning_pod_evictions")}, "node_maintenance_kubevirt": "kubevirt"}
+# them before node_maintenance_drain (model/drain_spec.py, ROLE_DEPRECATED: frozen, a new drain
+# option is a key of that dict only)
+DEPRECATED_DRAIN = {**{f"{DRAIN}_{name}": name for name in drain_spec.ROLE_DEPRECATED}, **drain_spec.ROLE_DEPRECATED_OWN}
 REMOVED_IN = "1.0.0"
 WINDOW_END = "node_maintenance_window_end"
 BUDGETS = "node_maintenance_budgets"

@@ -15,7 +15,8 @@ import role_docs  # hack/role_docs.py (tests/conftest.py puts hack/ on the path)
 import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs, specs
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import drain_spec, leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import SelectionOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.disruption import Request
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
@@ -109,20 +110,26 @@ def test_the_drain_modules_take_drain_whole_and_name_its_fragment(module: str) -
 
 def test_every_drain_option_is_the_cores_and_nothing_else_is() -> None:
     """A drain option is a field of DrainOptions and a key of specs.DRAIN, both or neither;
-    the selection is PreflightOptions' too."""
+    the selection is PreflightOptions' too, and the pod selection SelectionOptions'."""
     drain_fields = {f.name for f in fields(DrainOptions)}
     assert drain_fields - DRAIN_TASK_OPTIONS == set(specs.DRAIN)
     assert set(module_spec("nmo_drain")) - set(specs.CONNECTION) == DRAIN_TASK_OPTIONS | {"drain"} | set(specs.DRAIN)
     # the node itself (names, etcd guard) is judged by options of its own, not drain options
     node_own = {"nodes", "concurrency", "maintenance_names", "etcd"}
     assert {f.name for f in fields(PreflightOptions)} - node_own == set(specs.SELECTION)
+    # what the filters need beside the options: the time, the parsed selector, rules and namespaces
+    filters_own = {"now", "selector", "rules", "namespace_labels"}
+    assert {f.name for f in fields(SelectionOptions)} - filters_own == set(drain_spec.POD_SELECTION)
+    assert set(drain_spec.POD_SELECTION) < set(specs.SELECTION) < set(specs.DRAIN)
 
 
-@pytest.mark.parametrize("options, spec", [(DrainOptions, specs.DRAIN), (PreflightOptions, specs.SELECTION)])
+@pytest.mark.parametrize("options, spec", [(DrainOptions, specs.DRAIN), (PreflightOptions, specs.SELECTION),
+                                           (SelectionOptions, drain_spec.POD_SELECTION)])
 def test_the_cores_drain_defaults_are_the_specs(options: Any, spec: Dict[str, Any]) -> None:
     for name, option in spec.items():
         default = options.__dataclass_fields__[name].default
-        assert (None if default == "" else default) == option.get("default"), (options.__name__, name)
+        assert default == option.get("default"), (options.__name__, name)
+    assert SelectionOptions().pod_selector == "" and not SelectionOptions().selector, "unset: every pod"
 
 
 def test_the_cores_lease_defaults_are_the_specs() -> None:

@@ -223,14 +223,14 @@ def test_the_roles_readme_shows_every_variable_with_its_default() -> None:
         assert (yaml.safe_load(text) if not text.startswith("{{") else text) == defaults[name], (name, text)
 
 
-def test_the_drain_docs_are_what_hack_role_docs_writes() -> None:
-    """The fragment's top-level drain options, argument_specs.yml's sub-options and the
-    README's table of node_maintenance_drain are written from the fragment's sub-options and
-    the spec: a change there and not here fails."""
-    for path, render in ((role_docs.FRAGMENT, role_docs.fragment), (role_docs.SPECS, role_docs.argument_specs),
-                         (role_docs.README, role_docs.readme)):
-        text = path.read_text()
-        assert render(text) == text, f"{path.name} is out of date: run hack/role_docs.py"
+@pytest.mark.parametrize("path, render", role_docs.targets(), ids=lambda value: getattr(value, "name", ""))
+def test_what_is_made_of_the_drain_spec_is_what_hack_role_docs_writes(path: Path, render: Any) -> None:
+    """The fragment's top-level drain options, argument_specs.yml's sub-options and deprecated
+    variables, the defaults' deprecated variables and the README's table of node_maintenance_drain
+    are written from model/drain_spec.py and the fragment's sub-options: a change there and not
+    here fails, naming the file and the command."""
+    text = path.read_text()
+    assert render(text) == text, f"{path.relative_to(ROOT)} is out of date: run {role_docs.COMMAND}"
 
 
 def test_the_deprecated_drain_variables_are_null_and_name_their_key() -> None:

@@ -15,7 +15,7 @@ fields and defaults from, and imported here.
 - ``DRAIN`` (model/drain_spec.py): SELECTION plus the drain's timing, retry, fallback and returning-pod bound: the
   sub-options of the ``drain`` option of ``nmo_drain`` and ``nmo_preflight`` (``DRAIN_OPTION``),
   documented once by the ``drain`` doc fragment, which also documents the same options at the
-  top level (``FLAT_DRAIN``, the form from before ``drain``). ``drain_params`` merges the two.
+  top level (``FLAT_DRAIN``, the form from before ``drain``). ``drain_params`` takes one or the other.
   ``ROLE_DRAIN`` is the role's own choice where it differs (its whole-node timeout).
 - ``EVENTS``: the events to record (``nmo_crd``, ``nmo_maintenance``).
 """
@@ -87,26 +87,24 @@ EVENTS: Spec = {
 
 def pool_size(params: Dict[str, Any]) -> int:
     """Connections for a module with DRAIN_OPTION: its parallel requests plus the watch and a status write."""
-    parallelism = drain_params(params)[0]["parallelism"]
+    parallelism = drain_params(params)[0].get("parallelism")
+    if parallelism is None:
+        parallelism = DRAIN["parallelism"]["default"]
     return min(max(int(parallelism or 1), 1), 500) + 2  # checked later: never a huge pool first
 
 
 def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     """(params, warnings): the module's parameters with the drain options at the top level, as
-    the core's options classes take them. ``drain``, when given, wins whole (Ansible has filled
-    its defaults in); the top-level options then are ignored, with a warning for each one set.
-    Without ``drain``, the top-level options given apply, the rest take DRAIN's defaults."""
+    the core's options classes take them (an option left unset, None, takes their default, the
+    spec's). ``drain``, when given, is taken as it is, whole (Ansible has filled its defaults in;
+    the role hands it complete); the top-level options then are ignored, with a warning for each
+    one set. Without ``drain``, the top-level options given apply."""
     given = params.get("drain")
-    flat = {name: params[name] for name in DRAIN if params.get(name) is not None}
-    merged = {name: option.get("default") for name, option in DRAIN.items()}
-    warnings: List[str] = []
     if given is None:
-        merged.update(flat)
-    else:
-        merged.update(given)
-        warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
-                    for name in sorted(flat)]
-    return {**params, **merged}, warnings
+        return params, []
+    warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
+                for name in DRAIN if params.get(name) is not None]
+    return {**params, **given}, sorted(warnings)
 
 
 # The Alertmanager of the role's silences (nmo_run's heartbeat, nmo_silence; docs/design.md §17.2),

@@ -160,12 +160,21 @@ def test_drain_given_wins_whole_and_says_which_top_level_options_it_ignores() ->
 
 def test_without_drain_the_top_level_options_given_apply_and_the_rest_default() -> None:
     flat = {name: None for name in specs.FLAT_DRAIN}
-    params, warnings = specs.drain_params({**flat, "drain": None, "force": False, "retry_delay": 2.0})
+    params, warnings = specs.drain_params({**flat, "node": "w1", "drain": None, "force": False, "retry_delay": 2.0})
     assert warnings == []
-    assert params["force"] is False and params["retry_delay"] == 2.0
-    assert params["timeout"] == specs.DRAIN["timeout"]["default"] and params["grace_period"] is None
+    opts = DrainOptions.from_params(params)  # unset: the options object's default, the spec's
+    assert opts.force is False and opts.retry_delay == 2.0
+    assert opts.timeout == specs.DRAIN["timeout"]["default"] and opts.grace_period is None
     assert specs.pool_size({**flat, "drain": {"parallelism": 8}}) == 10
     assert specs.pool_size({**flat, "drain": None, "parallelism": 4}) == 6
+    assert specs.pool_size({**flat, "drain": None}) == specs.DRAIN["parallelism"]["default"] + 2
+
+
+def test_the_roles_drain_dict_is_taken_as_it_is() -> None:
+    """The role hands every drain option (role_inputs.drain): the module merges nothing in."""
+    given = {name: option.get("default") for name, option in specs.DRAIN.items()}
+    params, warnings = specs.drain_params({"node": "w1", "drain": {**given, "timeout": 1800.0}})
+    assert warnings == [] and {name: params[name] for name in specs.DRAIN} == {**given, "timeout": 1800.0}
 
 
 def test_role_defaults_are_the_modules() -> None:

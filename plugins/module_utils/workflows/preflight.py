@@ -32,7 +32,7 @@ from ..api.client import Client
 from ..errors import ApiError, InputError
 from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, surge, validation
 from ..model.drain_spec import Selection
-from ..model.marks import is_control_plane, not_ready, not_ready_refusal
+from ..model.marks import is_control_plane, not_ready, not_ready_refusal, refuses_not_ready
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -212,7 +212,7 @@ def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
     state = not_ready(node)
     if state is None:
         return
-    if skip_wait:
+    if not refuses_not_ready(skip_wait):
         report.warnings.append(f"node {report.node} is {state}: evictions there wait for a kubelet that is not "
                                f"there to stop the pods; the drain stops waiting for each after "
                                f"skip_wait_for_delete_timeout ({skip_wait} s)")

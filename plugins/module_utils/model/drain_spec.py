@@ -21,7 +21,7 @@ their fields from it; specs.py, at the top, imports it like every layer may.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 Spec = Dict[str, Dict[str, Any]]
@@ -77,8 +77,10 @@ ROLE_DEPRECATED_OWN = {"node_maintenance_kubevirt": "kubevirt"}
 
 
 def _default(name: str) -> Any:
-    """A field whose default is the spec's (None where it has none)."""
-    return field(default=DRAIN[name].get("default"))
+    """A field's default: the spec's (None where it has none; each is immutable, a plain value)."""
+    default = DRAIN[name].get("default")
+    assert not isinstance(default, (list, dict, set)), name  # a dataclass default must not be shared
+    return default
 
 
 @dataclass(frozen=True)

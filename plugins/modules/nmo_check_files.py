@@ -126,8 +126,8 @@ inputs:
       default (the role's where it has its own), then the deprecated C(node_maintenance_drain_*)
       variables that are set (each with a deprecation warning), then the keys of
       C(node_maintenance_drain), which win; and C(refuse_not_ready), whether the begin refuses a
-      node that is not Ready, as the pre-flight does (unless the drain's
-      C(skip_wait_for_delete_timeout) lets it go on without its kubelet).
+      node that is not Ready, as the pre-flight does (unless the drain options let the
+      drain go on without its kubelet).
   returned: with inputs
   type: dict
 problems:

@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The drain options of nmo_drain and nmo_preflight, documented once (module_utils/specs.py,
-DRAIN: the selection, then timing, retry and fallback; defaults from DrainOptions).
+"""The drain options of nmo_drain and nmo_preflight, documented once (declared in
+module_utils/model/drain_spec.py, DRAIN: the selection, then timing, retry and fallback).
 
 They are written once, as the sub-options of ``drain``; the same options at the top level
 (specs.FLAT_DRAIN, the form from before ``drain``) are written from them below by

@@ -20,9 +20,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import specs
 from .errors import InputError
-from .model import blocked, order, renewal, topology_budgets
+from .model import blocked, drain_spec, marks, order, renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -30,11 +29,9 @@ LEASE_DURATION = "node_maintenance_lease_duration"
 # The drain options, one dict handed whole to nmo_drain and nmo_preflight (specs.DRAIN)
 DRAIN = "node_maintenance_drain"
 # Deprecated in 0.2.0, removed in 1.0.0: the drain options one variable each, as the role took
-# them before node_maintenance_drain. Frozen: a new drain option is a key of that dict only.
-DEPRECATED_DRAIN = {**{f"node_maintenance_drain_{name}": name for name in (
-    "force", "delete_emptydir_data", "ignore_daemonsets", "pod_selector", "grace_period", "timeout",
-    "disable_eviction", "delete_fallback_after", "skip_wait_for_delete_timeout", "parallelism", "retry_delay",
-    "returning_pod_evictions")}, "node_maintenance_kubevirt": "kubevirt"}
+# them before node_maintenance_drain (model/drain_spec.py, ROLE_DEPRECATED: frozen, a new drain
+# option is a key of that dict only)
+DEPRECATED_DRAIN = {**{f"{DRAIN}_{name}": name for name in drain_spec.ROLE_DEPRECATED}, **drain_spec.ROLE_DEPRECATED_OWN}
 REMOVED_IN = "1.0.0"
 WINDOW_END = "node_maintenance_window_end"
 BUDGETS = "node_maintenance_budgets"
@@ -153,12 +150,14 @@ def lease_duration(value: Any, option: str = LEASE_DURATION) -> None:
 
 
 def drain(values: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
-    """(the drain dict the role hands to nmo_drain and nmo_preflight, deprecation messages).
-    The role's own defaults (specs.ROLE_DRAIN), then each deprecated variable that is set (not
-    null), then the keys of node_maintenance_drain, which win. A key left out of all three
-    gets the module's default there."""
+    """(the drain dict the role hands to nmo_drain and nmo_preflight as it is, deprecation
+    messages). Every drain option: the modules' default (drain_spec.DRAIN), or the role's own
+    (drain_spec.ROLE_DRAIN), then each deprecated variable that is set (not null), then the keys
+    of node_maintenance_drain that are set, which win. Values stay as given: the modules
+    convert and check them."""
     given = values.get(DRAIN) or {}
-    merged = dict(specs.ROLE_DRAIN)
+    merged = {name: option.get("default") for name, option in drain_spec.DRAIN.items()}
+    merged.update(drain_spec.ROLE_DRAIN)
     messages = []
     for variable, key in DEPRECATED_DRAIN.items():
         if values.get(variable) is None:
@@ -204,11 +203,15 @@ def wait_seconds(value: Any, option: str) -> None:
 def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) -> Tuple[List[str], Dict[str, Any]]:
     """(problems, facts): every problem of the role's inputs; facts for the role's later
     tasks (the window's end as a UTC timestamp, and how long ago it was when in the past;
-    the drain dict, ``drain``, and the deprecated variables given, ``deprecations``)."""
+    the drain dict, ``drain``, every drain option as the modules take it; whether the begin
+    refuses a node that is not Ready, ``refuse_not_ready``; the deprecated variables given,
+    ``deprecations``)."""
     problems = shape_problems(spec, values)
     facts: Dict[str, Any] = {}
     if DRAIN in values and isinstance(values[DRAIN] or {}, dict):
         facts["drain"], deprecations = drain(values)
+        # the begin refuses a node without its kubelet as the pre-flight does (nmo_maintenance's refuse_not_ready)
+        facts["refuse_not_ready"] = marks.refuses_not_ready(facts["drain"]["skip_wait_for_delete_timeout"])
         if deprecations:
             facts["deprecations"] = deprecations
     for option in WAITS:

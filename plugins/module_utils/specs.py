@@ -3,18 +3,19 @@
 Each group is documented once, in the doc fragment of the same name
 (``plugins/doc_fragments/<group>.py``, used through ``extends_documentation_fragment``).
 Each default is given here once; ``tests/unit/test_specs.py`` holds the doc fragments, the
-core's options objects (``DrainOptions``, ``PreflightOptions``, ``disruption.Request``,
-``etcd_guard.Options``) and the role's defaults to it. (The defaults are not imported from
-those objects: that would import the drain and the guards into every module, about 60 ms
-of each in-process task.)
+core's lease options objects (``disruption.Request``, ``etcd_guard.Options``) and the role's
+defaults to it. (The defaults are not imported from those objects: that would import the
+drain and the guards into every module, about 60 ms of each in-process task.) The drain's
+options are declared in model/drain_spec.py, pure data the core's options objects take their
+fields and defaults from, and imported here.
 
 - ``CONNECTION``: how to reach the API server (every module).
 - ``LEASE``: the slot, the node lease and the etcd guard (``nmo_lease``, ``nmo_maintenance``).
-- ``SELECTION``: which pods a drain takes and how (``nmo_preflight`` uses only these).
-- ``DRAIN``: SELECTION plus the drain's timing, retry, fallback and returning-pod bound: the
+- ``SELECTION`` (model/drain_spec.py): which pods a drain takes and how (``nmo_preflight`` uses only these).
+- ``DRAIN`` (model/drain_spec.py): SELECTION plus the drain's timing, retry, fallback and returning-pod bound: the
   sub-options of the ``drain`` option of ``nmo_drain`` and ``nmo_preflight`` (``DRAIN_OPTION``),
   documented once by the ``drain`` doc fragment, which also documents the same options at the
-  top level (``FLAT_DRAIN``, the form from before ``drain``). ``drain_params`` merges the two.
+  top level (``FLAT_DRAIN``, the form from before ``drain``). ``drain_params`` takes one or the other.
   ``ROLE_DRAIN`` is the role's own choice where it differs (its whole-node timeout).
 - ``EVENTS``: the events to record (``nmo_crd``, ``nmo_maintenance``).
 """
@@ -26,7 +27,11 @@ from typing import Any, Dict, List, Tuple
 from ansible.module_utils.common.parameters import env_fallback
 
 from .api.client import CONNECTION_ENV
+from .model.drain_spec import DRAIN, ROLE_DRAIN, SELECTION
 from .model.leases import SLOT_PREFIX
+
+__all__ = ["CONNECTION", "LEASE", "SELECTION", "DRAIN", "ROLE_DRAIN", "DRAIN_OPTION", "FLAT_DRAIN", "EVENTS",
+           "ALERTMANAGER_OPTIONS", "ALERTMANAGER", "NOTIFY_TARGET", "NOTIFY_TARGETS", "drain_params", "pool_size"]
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -62,40 +67,8 @@ LEASE: Spec = {
     "turn": {"type": "int"},
 }
 
-SELECTION: Spec = {
-    "force": {"type": "bool", "default": True},
-    "delete_emptydir_data": {"type": "bool", "default": True},
-    "ignore_daemonsets": {"type": "bool", "default": True},
-    "pod_selector": {"type": "str"},
-    "disable_eviction": {"type": "bool", "default": False},
-    "skip_wait_for_delete_timeout": {"type": "int", "default": 0},
-    "parallelism": {"type": "int", "default": 32},
-    "kubevirt": {"type": "str", "choices": ["wait", "migrate"], "default": "wait"},
-    # surge-first (model/surge.py): restart the Deployment of a pod its budget keeps
-    "surge": {"type": "bool", "default": False},
-    # drain rules (model/drain_rules.py checks them again, for callers of the core and clear messages)
-    "rules": {"type": "list", "elements": "dict", "options": {
-        "name": {"type": "str"},
-        "selector": {"type": "str"},
-        "namespace_selector": {"type": "str"},
-        "action": {"type": "str", "choices": ["drain", "skip", "wait-completed"], "default": "drain"},
-        "order": {"type": "int", "default": 0}}},
-}
-
-# The drain's options beyond the selection. Their defaults are DrainOptions'
-# (workflows/drain_options.py), held to these by tests/unit/test_specs.py.
-DRAIN: Spec = {
-    **SELECTION,
-    "grace_period": {"type": "int"},
-    "timeout": {"type": "float", "default": 600.0},
-    "delete_fallback_after": {"type": "float"},
-    "retry_delay": {"type": "float", "default": 1.0},
-    "returning_pod_evictions": {"type": "int", "default": 3},
-}
-# The role's defaults where they are not the module's, on purpose: a whole node's drain (VMs
-# live-migrating, budgets letting one pod go at a time) gets half an hour. The role's
-# argument_specs.yml and README.md are checked against DRAIN with these applied.
-ROLE_DRAIN: Dict[str, Any] = {"timeout": 1800.0}
+# SELECTION, DRAIN and the role's ROLE_DRAIN are declared once, in model/drain_spec.py (imported
+# above), where the core's options objects take their fields from them.
 
 DRAIN_OPTION: Spec = {"drain": {"type": "dict", "options": DRAIN}}
 # The same options at the top level, as modules took them before ``drain``. No default: a
@@ -114,26 +87,24 @@ EVENTS: Spec = {
 
 def pool_size(params: Dict[str, Any]) -> int:
     """Connections for a module with DRAIN_OPTION: its parallel requests plus the watch and a status write."""
-    parallelism = drain_params(params)[0]["parallelism"]
+    parallelism = drain_params(params)[0].get("parallelism")
+    if parallelism is None:
+        parallelism = DRAIN["parallelism"]["default"]
     return min(max(int(parallelism or 1), 1), 500) + 2  # checked later: never a huge pool first
 
 
 def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
     """(params, warnings): the module's parameters with the drain options at the top level, as
-    the core's options classes take them. ``drain``, when given, wins whole (Ansible has filled
-    its defaults in); the top-level options then are ignored, with a warning for each one set.
-    Without ``drain``, the top-level options given apply, the rest take DRAIN's defaults."""
+    the core's options classes take them (an option left unset, None, takes their default, the
+    spec's). ``drain``, when given, is taken as it is, whole (Ansible has filled its defaults in;
+    the role hands it complete); the top-level options then are ignored, with a warning for each
+    one set. Without ``drain``, the top-level options given apply."""
     given = params.get("drain")
-    flat = {name: params[name] for name in DRAIN if params.get(name) is not None}
-    merged = {name: option.get("default") for name, option in DRAIN.items()}
-    warnings: List[str] = []
     if given is None:
-        merged.update(flat)
-    else:
-        merged.update(given)
-        warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
-                    for name in sorted(flat)]
-    return {**params, **merged}, warnings
+        return params, []
+    warnings = [f"{name} is ignored: drain is given, so drain.{name} applies (give it there)"
+                for name in DRAIN if params.get(name) is not None]
+    return {**params, **given}, sorted(warnings)
 
 
 # The Alertmanager of the role's silences (nmo_run's heartbeat, nmo_silence; docs/design.md §17.2),

@@ -121,10 +121,13 @@ inputs:
   description:
     - With O(inputs), how many were checked (C(checked)) and, when C(node_maintenance_window_end)
       is set, C(window_end) (C(at) in UTC, C(given), C(timestamp), and whether it C(ended) already).
-    - When C(node_maintenance_drain) is among them, C(drain), the dict the role hands to
-      M(nmo.maintenance.nmo_drain) and M(nmo.maintenance.nmo_preflight), made of the role's defaults, the
-      deprecated C(node_maintenance_drain_*) variables that are set (each with a deprecation
-      warning), then the keys of C(node_maintenance_drain), which win.
+    - When C(node_maintenance_drain) is among them, C(drain), the dict the role hands as it is to
+      M(nmo.maintenance.nmo_drain) and M(nmo.maintenance.nmo_preflight), every drain option with its
+      default (the role's where it has its own), then the deprecated C(node_maintenance_drain_*)
+      variables that are set (each with a deprecation warning), then the keys of
+      C(node_maintenance_drain), which win; and C(refuse_not_ready), whether the begin refuses a
+      node that is not Ready, as the pre-flight does (unless the drain options let the
+      drain go on without its kubelet).
   returned: with inputs
   type: dict
 problems:

@@ -51,7 +51,7 @@ class ActionModule(ActionBase):
         host = (task_vars or {{}}).get("inventory_hostname", "")
         out = {{"changed": False, "api_requests": 1, "api_requests_by": {{"get " + NAME: 1}}}}
         if NAME == "nmo_check_files":
-            out["inputs"] = {{"drain": {{}}}}
+            out["inputs"] = {{"drain": {{}}, "refuse_not_ready": True}}
         elif NAME == "nmo_run":
             out.update(run="r1", rollout="r1", mode="standalone", kubernetes="v1.37.2", operator={{"signal": ""}})
         elif NAME == "nmo_plan" and args.get("nodes") is not None:

@@ -15,7 +15,8 @@ import role_docs  # hack/role_docs.py (tests/conftest.py puts hack/ on the path)
 import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs, specs
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import drain_spec, leases
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.pod_filters import SelectionOptions
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.disruption import Request
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions
@@ -109,20 +110,26 @@ def test_the_drain_modules_take_drain_whole_and_name_its_fragment(module: str) -
 
 def test_every_drain_option_is_the_cores_and_nothing_else_is() -> None:
     """A drain option is a field of DrainOptions and a key of specs.DRAIN, both or neither;
-    the selection is PreflightOptions' too."""
+    the selection is PreflightOptions' too, and the pod selection SelectionOptions'."""
     drain_fields = {f.name for f in fields(DrainOptions)}
     assert drain_fields - DRAIN_TASK_OPTIONS == set(specs.DRAIN)
     assert set(module_spec("nmo_drain")) - set(specs.CONNECTION) == DRAIN_TASK_OPTIONS | {"drain"} | set(specs.DRAIN)
     # the node itself (names, etcd guard) is judged by options of its own, not drain options
     node_own = {"nodes", "concurrency", "maintenance_names", "etcd"}
     assert {f.name for f in fields(PreflightOptions)} - node_own == set(specs.SELECTION)
+    # what the filters need beside the options: the time, the parsed selector, rules and namespaces
+    filters_own = {"now", "selector", "rules", "namespace_labels"}
+    assert {f.name for f in fields(SelectionOptions)} - filters_own == set(drain_spec.POD_SELECTION)
+    assert set(drain_spec.POD_SELECTION) < set(specs.SELECTION) < set(specs.DRAIN)
 
 
-@pytest.mark.parametrize("options, spec", [(DrainOptions, specs.DRAIN), (PreflightOptions, specs.SELECTION)])
+@pytest.mark.parametrize("options, spec", [(DrainOptions, specs.DRAIN), (PreflightOptions, specs.SELECTION),
+                                           (SelectionOptions, drain_spec.POD_SELECTION)])
 def test_the_cores_drain_defaults_are_the_specs(options: Any, spec: Dict[str, Any]) -> None:
     for name, option in spec.items():
         default = options.__dataclass_fields__[name].default
-        assert (None if default == "" else default) == option.get("default"), (options.__name__, name)
+        assert default == option.get("default"), (options.__name__, name)
+    assert SelectionOptions().pod_selector == "" and not SelectionOptions().selector, "unset: every pod"
 
 
 def test_the_cores_lease_defaults_are_the_specs() -> None:
@@ -153,12 +160,21 @@ def test_drain_given_wins_whole_and_says_which_top_level_options_it_ignores() ->
 
 def test_without_drain_the_top_level_options_given_apply_and_the_rest_default() -> None:
     flat = {name: None for name in specs.FLAT_DRAIN}
-    params, warnings = specs.drain_params({**flat, "drain": None, "force": False, "retry_delay": 2.0})
+    params, warnings = specs.drain_params({**flat, "node": "w1", "drain": None, "force": False, "retry_delay": 2.0})
     assert warnings == []
-    assert params["force"] is False and params["retry_delay"] == 2.0
-    assert params["timeout"] == specs.DRAIN["timeout"]["default"] and params["grace_period"] is None
+    opts = DrainOptions.from_params(params)  # unset: the options object's default, the spec's
+    assert opts.force is False and opts.retry_delay == 2.0
+    assert opts.timeout == specs.DRAIN["timeout"]["default"] and opts.grace_period is None
     assert specs.pool_size({**flat, "drain": {"parallelism": 8}}) == 10
     assert specs.pool_size({**flat, "drain": None, "parallelism": 4}) == 6
+    assert specs.pool_size({**flat, "drain": None}) == specs.DRAIN["parallelism"]["default"] + 2
+
+
+def test_the_roles_drain_dict_is_taken_as_it_is() -> None:
+    """The role hands every drain option (role_inputs.drain): the module merges nothing in."""
+    given = {name: option.get("default") for name, option in specs.DRAIN.items()}
+    params, warnings = specs.drain_params({"node": "w1", "drain": {**given, "timeout": 1800.0}})
+    assert warnings == [] and {name: params[name] for name in specs.DRAIN} == {**given, "timeout": 1800.0}
 
 
 def test_role_defaults_are_the_modules() -> None:
@@ -216,14 +232,14 @@ def test_the_roles_readme_shows_every_variable_with_its_default() -> None:
         assert (yaml.safe_load(text) if not text.startswith("{{") else text) == defaults[name], (name, text)
 
 
-def test_the_drain_docs_are_what_hack_role_docs_writes() -> None:
-    """The fragment's top-level drain options, argument_specs.yml's sub-options and the
-    README's table of node_maintenance_drain are written from the fragment's sub-options and
-    the spec: a change there and not here fails."""
-    for path, render in ((role_docs.FRAGMENT, role_docs.fragment), (role_docs.SPECS, role_docs.argument_specs),
-                         (role_docs.README, role_docs.readme)):
-        text = path.read_text()
-        assert render(text) == text, f"{path.name} is out of date: run hack/role_docs.py"
+@pytest.mark.parametrize("path, render", role_docs.targets(), ids=lambda value: getattr(value, "name", ""))
+def test_what_is_made_of_the_drain_spec_is_what_hack_role_docs_writes(path: Path, render: Any) -> None:
+    """The fragment's top-level drain options, argument_specs.yml's sub-options and deprecated
+    variables, the defaults' deprecated variables and the README's table of node_maintenance_drain
+    are written from model/drain_spec.py and the fragment's sub-options: a change there and not
+    here fails, naming the file and the command."""
+    text = path.read_text()
+    assert render(text) == text, f"{path.relative_to(ROOT)} is out of date: run {role_docs.COMMAND}"
 
 
 def test_the_deprecated_drain_variables_are_null_and_name_their_key() -> None:

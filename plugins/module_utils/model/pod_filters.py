@@ -9,12 +9,13 @@ The preflight module reuses them, so both agree on every pod.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import drain_rules
 from .drain_rules import Rule
+from .drain_spec import PodSelection
 from .selectors import Requirement, parse_selector
 from .times import parse_time
 
@@ -35,13 +36,9 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class SelectionOptions:
-    force: bool = True
-    delete_emptydir_data: bool = True
-    ignore_daemonsets: bool = True
-    pod_selector: str = ""
-    skip_wait_for_delete_timeout: int = 0
-    disable_eviction: bool = False
+class SelectionOptions(PodSelection):
+    """The drain options that sort the pods (drain_spec.PodSelection, their fields and
+    defaults), with what the filters need beside them."""
     now: Optional[float] = None  # epoch seconds; for terminating pods (tests pin it)
     selector: Tuple[Requirement, ...] = field(default=(), compare=False)
     rules: Tuple[Rule, ...] = ()  # the drain rules, parsed (model/drain_rules.py)
@@ -49,15 +46,13 @@ class SelectionOptions:
     namespace_labels: Optional[Dict[str, Dict[str, str]]] = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "pod_selector", self.pod_selector or "")  # unset: every pod
         object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector)))
 
     @classmethod
     def of(cls, options: Any, now: Optional[float] = None) -> SelectionOptions:
-        """The selection part of a drain's or a pre-flight's options (same names there)."""
-        return cls(force=options.force, delete_emptydir_data=options.delete_emptydir_data,
-                   ignore_daemonsets=options.ignore_daemonsets, pod_selector=options.pod_selector or "",
-                   skip_wait_for_delete_timeout=options.skip_wait_for_delete_timeout,
-                   disable_eviction=options.disable_eviction, now=now,
+        """The selection part of a drain's or a pre-flight's options (drain_spec.PodSelection's fields there)."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(PodSelection)}, now=now,
                    rules=drain_rules.parse_rules(getattr(options, "rules", None)))
 
     def needs_namespaces(self) -> bool:

@@ -4,9 +4,10 @@ before any request: a drain with a bad option writes nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from ..model import drain_rules, validation
+from ..model.drain_spec import Drain
 from ..model.kubevirt import MODES as KUBEVIRT_MODES
 from ..model.pod_filters import SelectionOptions
 from . import run
@@ -16,31 +17,13 @@ MAX_RETURNING_EVICTIONS = 100
 
 
 @dataclass(frozen=True)
-class DrainOptions:
-    node: str
+class DrainOptions(Drain):
+    """A drain's options: every drain option (drain_spec.Drain, its fields and defaults) and
+    what the task says beside them."""
+    node: str = ""  # required by nmo_drain; validate() refuses an empty one
     maintenance: Optional[str] = None
-    force: bool = True
-    delete_emptydir_data: bool = True
-    ignore_daemonsets: bool = True
-    pod_selector: str = ""
-    grace_period: Optional[int] = None
-    timeout: float = 600
-    disable_eviction: bool = False
-    delete_fallback_after: Optional[float] = None
-    skip_wait_for_delete_timeout: int = 0
-    parallelism: int = 32
-    retry_delay: float = 1.0
     run_id: str = ""  # the playbook run the drain is for (run.py): it stops when that run is gone
-    kubevirt: str = "wait"  # migrate: live-migrate the VMs whose pods a budget keeps (migrations.py)
-    # pods that land on the node after the drain began (returning.py), evicted again at most
-    # this many times per workload before the drain fails naming them
-    returning_pod_evictions: int = 3
     held_leases: str = run.HELD_NONE  # the node's leases the run must still hold at each look (run.Guard)
-    # drain rules (model/drain_rules.py): order batches, skip, wait-completed; None: no rule
-    rules: Optional[List[Dict[str, Any]]] = None
-    # surge-first (model/surge.py): a pod its budget refuses, of a Deployment that can roll out
-    # with a new pod first, gets its Deployment restarted once instead of waiting
-    surge: bool = False
 
     @classmethod
     def from_params(cls, params: Dict[str, Any]) -> DrainOptions:

@@ -31,7 +31,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api.client import Client
 from ..errors import ApiError, InputError
 from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, surge, validation
-from ..model.marks import is_control_plane, not_ready, not_ready_refusal
+from ..model.drain_spec import Selection
+from ..model.marks import is_control_plane, not_ready, not_ready_refusal, refuses_not_ready
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -62,19 +63,11 @@ Obj = Dict[str, Any]
 
 
 @dataclass(frozen=True)
-class PreflightOptions:
-    nodes: Tuple[str, ...]
+class PreflightOptions(Selection):
+    """A pre-flight's options: the drain's selection (drain_spec.Selection, its fields and
+    defaults) and the nodes it judges."""
+    nodes: Tuple[str, ...] = ()  # required by nmo_preflight; validate() refuses an empty one
     concurrency: int = 1
-    force: bool = True
-    delete_emptydir_data: bool = True
-    ignore_daemonsets: bool = True
-    pod_selector: str = ""
-    disable_eviction: bool = False
-    skip_wait_for_delete_timeout: int = 0
-    parallelism: int = 32
-    kubevirt: str = kubevirt.WAIT
-    rules: Optional[List[Dict[str, Any]]] = None  # drain rules (model/drain_rules.py)
-    surge: bool = False  # surge-first (model/surge.py): a refused pod whose Deployment can surge is no blocker
     maintenance_names: Optional[Dict[str, str]] = None  # node -> its NodeMaintenance's name, when not the default
     etcd: etcd_guard.Options = field(default_factory=etcd_guard.Options)
 
@@ -219,7 +212,7 @@ def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
     state = not_ready(node)
     if state is None:
         return
-    if skip_wait:
+    if not refuses_not_ready(skip_wait):
         report.warnings.append(f"node {report.node} is {state}: evictions there wait for a kubelet that is not "
                                f"there to stop the pods; the drain stops waiting for each after "
                                f"skip_wait_for_delete_timeout ({skip_wait} s)")

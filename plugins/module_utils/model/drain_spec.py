@@ -79,7 +79,8 @@ ROLE_DEPRECATED_OWN = {"node_maintenance_kubevirt": "kubevirt"}
 def _default(name: str) -> Any:
     """A field's default: the spec's (None where it has none; each is immutable, a plain value)."""
     default = DRAIN[name].get("default")
-    assert not isinstance(default, (list, dict, set)), name  # a dataclass default must not be shared
+    if isinstance(default, (list, dict, set)):  # a dataclass default must not be shared
+        raise TypeError(f"drain option {name}: a mutable default needs a default_factory")
     return default
 
 

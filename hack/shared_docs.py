@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Tuple
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from role_docs import _between, _dump  # noqa: E402  (hack/role_docs.py: the same YAML, the same markers' rule)
+from role_docs import _between, _dump, importable, regenerate  # noqa: E402  (hack/role_docs.py: the same YAML, the same markers' rule)
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = ROOT / "plugins" / "modules"
@@ -85,10 +85,7 @@ def notify_fragment(text: str) -> str:
 
 def role_notify(text: str) -> str:
     """The role's ``node_maintenance_notify``: the same, ``no_log`` as the spec has it."""
-    sys.path.insert(0, str(ROOT / "tests"))
-    from helpers import collection_path  # an ansible_collections tree whose nmo/maintenance is this checkout
-
-    sys.path.insert(0, str(collection_path()))
+    importable()
     from ansible_collections.nmo.maintenance.plugins.module_utils import specs
 
     options = {}
@@ -105,18 +102,7 @@ def targets() -> List[Tuple[Path, Callable[[str], str]]]:
 
 
 def main(argv: List[str]) -> int:
-    stale = []
-    for path, render in targets():
-        text = path.read_text()
-        wanted = render(text)
-        if wanted != text:
-            stale.append(path)
-            if "--check" not in argv:
-                path.write_text(wanted)
-    if stale and "--check" in argv:
-        print(f"out of date (run {COMMAND}): " + ", ".join(str(p.relative_to(ROOT)) for p in stale))
-        return 1
-    return 0
+    return regenerate(targets(), argv, COMMAND)
 
 
 if __name__ == "__main__":

@@ -476,9 +476,11 @@ def core(client, params):
     nothing_written = params["state"] == "failed" and params["reached"] == []
     if params["mode"] is None and opts.run_id and not nothing_written:
         opts.validate()  # a bad option is said before the run lease is read for the run's mode
-        mode, crd_checked = run_start.run_facts(client, opts.run_id)
+        # the begin and the end list the leases namespace anyway: the run lease is read in that list
+        mode, crd_checked, seen = run_start.run_facts_listed(client, opts.run_id, opts.lease.namespace,
+                                                             listed=params["state"] != "failed")
         # the run's start checked the CRD: each begin need not read it again
-        opts = replace(opts, mode=mode, install_crd=opts.install_crd and not crd_checked)
+        opts = replace(opts, mode=mode, install_crd=opts.install_crd and not crd_checked, leases_seen=seen)
     if params["state"] == "absent":
         return lifecycle.end(client, opts)
     if params["state"] == "failed":

@@ -30,7 +30,7 @@ from ..stores import leases as lease_store
 from ..stores import maintenance
 from ..stores import record as record_store
 from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
-from ..stores.nodes import list_nodes, read_node
+from ..stores.nodes import node_listing, read_node
 from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
@@ -215,6 +215,9 @@ class Attempt:
         self.foreign: List[str] = []  # operator mode: the nodes NMO maintains for someone else
         self._nodes: Optional[List[Dict[str, Any]]] = None
         self._nodes_at = 0.0
+        self.node_listing: Dict[str, Any] = {}  # the last list of them, whose version the wait's watch starts from
+        # the nodes as the wait's watch sees them (None: listed when needed)
+        self.watched_nodes: Optional[Callable[[], List[Dict[str, Any]]]] = None
         self._busy: Set[str] = set()  # the nodes holding leases of ours at the last look
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
         # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
@@ -229,11 +232,19 @@ class Attempt:
         items = self.maintenances() if self.maintenances is not None else maintenance.list_all(self.client)
         return records_of(items, nodes)
 
+    def node_selector(self) -> str:
+        """What the budgets' nodes are listed (and watched) by: their budget's selector, or every node."""
+        selectors = {d.budget.list_selector() for d in self.domains if d.needs_nodes}
+        return selectors.pop() if len(selectors) == 1 else ""
+
     def nodes(self) -> List[Dict[str, Any]]:
-        """The nodes the budgets count (one paginated list, read again after NODES_RESYNC_SECONDS)."""
+        """The nodes the budgets count: from the wait's watch while the node waits; else one
+        paginated list, read again after NODES_RESYNC_SECONDS."""
+        if self.watched_nodes is not None:
+            return self.watched_nodes()
         if self._nodes is None or time.monotonic() - self._nodes_at >= NODES_RESYNC_SECONDS:
-            selectors = {d.budget.list_selector() for d in self.domains if d.needs_nodes}
-            self._nodes = list_nodes(self.client, selectors.pop() if len(selectors) == 1 else "")
+            self.node_listing = node_listing(self.client, self.node_selector())
+            self._nodes = self.node_listing["items"]
             self._nodes_at = time.monotonic()
         return self._nodes
 
@@ -449,8 +460,10 @@ class Attempt:
             return places
         if turns_apply and slot.action in (leases.CREATE, leases.TAKE_OVER):
             # an earlier node may have arrived while this one took its places: one fresh list of
-            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.7)
-            way = self.gives_way(seen, maintenance.list_all(client), looks)
+            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.7);
+            # a waiting node has them by watch (a moment old, as a list is once judged), no request
+            way = self.gives_way(seen, self.maintenances() if self.maintenances is not None
+                                 else maintenance.list_all(client), looks)
             if way is not None:
                 for place in reversed(places):
                     self.give_back(place)
@@ -490,24 +503,51 @@ class Attempt:
         return Blocked("lease", message, BLOCKED, message, [_lease_holder("node", held)], due=leases.expiry(held))
 
 
-class Reporter:
-    """Tells the NodeMaintenance (or the Node) about each new blocking situation, once."""
+REPORT_EVERY = 10.0  # seconds: a wait whose holders keep changing tells of it at most this often
 
-    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any]) -> None:
+
+class Reporter:
+    """Tells the NodeMaintenance (or the Node) about each new blocking situation: its status's
+    lastError and an event. A wait of another kind, as the run's other nodes read it (a wait
+    for a place or not, ``waits_for_a_place``: model/turns.py), is told at once; the same kind
+    with other holders or another full domain (nodes of a budget coming and going at
+    concurrency 8) at most every REPORT_EVERY seconds, the latest when it is due (``due``,
+    from the wait's tick), not at every look: a write and an event each time would be most
+    of a waiting node's requests."""
+
+    def __init__(self, client: Client, nm: Optional[Dict[str, Any]], node: Dict[str, Any],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.nm = nm
         self.involved = nm or node
         self.recorder = EventRecorder(client)
         self.holders: List[Dict[str, Any]] = []
-        self._last: Optional[str] = None
+        self.clock = clock
+        self._last: Optional[str] = None  # the message as last told
+        self._kind: Optional[bool] = None
+        self._at = 0.0
+        self._pending: Optional[Blocked] = None  # a newer message of the same wait, not told yet
 
     def blocked(self, blocked: Blocked) -> None:
         for h in blocked.holders:
             if h not in self.holders:
                 self.holders.append(h)
         if blocked.message == self._last:
+            self._pending = None
             return
-        self._last = blocked.message
+        kind = waits_for_a_place(blocked.message)
+        if self._last is not None and kind == self._kind and self.clock() - self._at < REPORT_EVERY:
+            self._pending = blocked
+            return
+        self._tell(blocked, kind)
+
+    def due(self) -> None:
+        """The wait's tick: the newest message held back, once REPORT_EVERY has passed."""
+        if self._pending is not None and self.clock() - self._at >= REPORT_EVERY:
+            self._tell(self._pending, waits_for_a_place(self._pending.message))
+
+    def _tell(self, blocked: Blocked, kind: bool) -> None:
+        self._last, self._kind, self._at, self._pending = blocked.message, kind, self.clock(), None
         self.recorder.record(self.involved, blocked.reason, blocked.event_message)
         if self.nm is not None:
             # errorOnLeaseCount is NMO's: above 3 it fails the maintenance and undoes the node.
@@ -547,6 +587,14 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
     state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "ahead": None, "at": time.monotonic()}
     watchers = [Watcher(client, path, query) for path, query in watched]
+    if attempt.needs_nodes:
+        # the budgets' nodes by watch from the look's list (a node cordoned, NotReady or back in
+        # service is an event), not a list at each look nor every NODES_RESYNC_SECONDS
+        listing = attempt.node_listing if attempt.node_listing.get("metadata", {}).get("resourceVersion") else None
+        node_watch = Watcher(client, paths.NODES, {"labelSelector": attempt.node_selector()} if
+                             attempt.node_selector() else {}, initial=listing)
+        watchers.append(node_watch)
+        attempt.watched_nodes = lambda: list(node_watch.objects.values())
     multi = MultiWatcher(*watchers)
     maintenances = watchers[1]
     attempt.maintenances = lambda: list(maintenances.objects.values())
@@ -572,9 +620,8 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         still_wanted()
         blocked: Blocked = state["blocked"]
         lapsed = blocked.due is not None and client.server_now() >= blocked.due
-        # nodes are not watched either: a budget counting NotReady nodes looks again as often
-        resync = (attempt.flavour is not None or attempt.needs_nodes) and \
-            time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
+        # the etcd members' health is not all in what is watched: it looks again as often
+        resync = attempt.flavour is not None and time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
         # -1: the first check after the watch started catches what changed before it did
         moved = sum(w.applied for w in watchers if w is not maintenances)
         failures = blockers_failures()
@@ -599,7 +646,7 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         return None
 
     with multi:
-        return wait_until(multi, check, timeout, lambda: state["blocked"].message, tick=lambda: None,
+        return wait_until(multi, check, timeout, lambda: state["blocked"].message, tick=reporter.due,
                           tick_every=0.5)
 
 
@@ -689,16 +736,20 @@ def acquire(client: Client, req: Request, node: Optional[Dict[str, Any]] = None,
             "warnings": warnings}
 
 
-def release(client: Client, req: Request, nm: Any = UNREAD) -> Dict[str, Any]:
+def release(client: Client, req: Request, nm: Any = UNREAD,
+            seen: Optional[List[leases.Lease]] = None) -> Dict[str, Any]:
     """Delete the node lease and the node's slots, each only when ours; report the others.
-    ``nm``: the NodeMaintenance the caller has read (None: none), told of the release."""
+    ``nm``: the NodeMaintenance the caller has read (None: none), told of the release.
+    ``seen``: a list of the namespace the caller made within this call (each delete's
+    precondition holds it to the version listed: one renewed since is read again)."""
     req.validate()
     released: List[Dict[str, Any]] = []
     kept: List[Dict[str, Any]] = []
     before: Dict[str, Any] = {}
     after: Dict[str, Any] = {}
     name = leases.node_lease_name(req.node)
-    seen = lease_store.list_leases(client, req.namespace)  # the node's lease and its slots, in one read
+    if seen is None:  # the node's lease and its slots, in one read
+        seen = lease_store.list_leases(client, req.namespace)
     targets = [] if req.operator else [("node", name, leases.HOLDER)]  # NMO releases its own
     targets += [("slot", s["metadata"]["name"], req.node) for s in leases.own_slots(seen, req.node, req.slot_prefix)]
     # the node's topology-budget places, whatever the budgets of the run that took them

@@ -74,6 +74,10 @@ class Options:
     # the begin: the client's requests_by when the module's call started, so that the record
     # keeps the whole call's requests (None: from the begin's own start)
     requests_mark: Optional[Dict[str, int]] = None
+    # a list of the leases namespace the caller made a moment ago (the module's read of the run
+    # lease for the run's mode): the begin's first look, the end's guard and its release use it
+    # rather than a list of their own. None: each lists it when it needs it
+    leases_seen: Optional[List[leases.Lease]] = None
 
     def validate(self) -> None:
         """Every option, before the first request: nothing is written on bad input."""
@@ -331,7 +335,8 @@ def _begin_look(client: Client, b: Beginning) -> Optional[Dict[str, Any]]:
     # One list of the leases namespace tells whether the run is still there (no write for
     # a run that is gone) and, a moment later, answers the lease step's first look.
     if not client.dry_run and b.guard.namespace == opts.lease.namespace:
-        b.seen = lease_store.list_leases(client, opts.lease.namespace)
+        b.seen = opts.leases_seen if opts.leases_seen is not None else lease_store.list_leases(
+            client, opts.lease.namespace)
     b.guard.check(force=True, lease_list=b.seen)
     if b.seen is not None:  # the scheduler first: a node that does not begin writes nothing at all
         disruption.scheduled(client, replace(opts.lease, node=opts.node, run_id=opts.run_id), b.seen, [])
@@ -362,7 +367,13 @@ def _begin_maintenance(client: Client, b: Beginning) -> Optional[Dict[str, Any]]
     b.result.update(created=b.made["created"], maintenance=maintenance.summary(b.nm),
                     adopted_from=b.made["adopted_from"])
     b.progress.done("maintenance")
-    b.nm = note_begin(client, b.nm, opts, b.progress.reached, mark=b.mark)
+    # The record says the begin reached the NodeMaintenance only where the cluster would not say
+    # it anyway: a NodeMaintenance this run made or adopted names the run, and without a record
+    # of this run that is read as exactly this step (reached_of). So a begin writes its record
+    # once, at its end (or on a failure), not twice: one status write a phase.
+    found = record_store.of(b.nm)
+    if found is not None and found.run == opts.run_id and opts.run_id:
+        b.nm = note_begin(client, b.nm, opts, b.progress.reached, mark=b.mark)
     return None
 
 
@@ -589,7 +600,8 @@ def end(client: Client, opts: Options) -> Dict[str, Any]:
     held = held or run.HELD_NONE
     if not client.dry_run and held != run.HELD_NONE:
         guard = run.guard_for(client, opts.run_id, node=opts.node, held=held)
-        guard.check(force=True)
+        # the module's list, made just before the record's write, is the guard's fresh look
+        guard.check(force=True, lease_list=opts.leases_seen if guard.namespace == opts.lease.namespace else None)
         warnings = guard.warnings
     done = (end_with_operator(client, opts) if opts.mode == operator.OPERATOR
             else _undo(client, opts, BEGIN_STEPS, False, nm_read=nm))
@@ -646,7 +658,7 @@ def _undo(client: Client, opts: Options, reached: Tuple[str, ...], keep_record: 
         progress.done("taints")
 
         released = disruption.release(client, replace(opts.lease, node=opts.node, maintenance=name,
-                                                      run_id=opts.run_id), nm=nm)
+                                                      run_id=opts.run_id), nm=nm, seen=opts.leases_seen)
         progress.done("lease")
 
         deleted = False

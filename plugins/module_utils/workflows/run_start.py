@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..api import server
 from ..api.client import Client, ConnectionOptions
@@ -94,14 +94,30 @@ def stop(client: Client, params: Dict[str, Any]) -> Dict[str, Any]:
     return {"run": run_id, "lease": f"{leases.LEASE_NAMESPACE}/{run.lease_name(run_id)}", "changed": changed}
 
 
-def run_facts(client: Client, run_id: Optional[str]) -> Tuple[str, bool]:
+def run_facts(client: Client, run_id: Optional[str],
+              seen: Optional[List[leases.Lease]] = None) -> Tuple[str, bool]:
     """What the run's start wrote on its run lease, in one read: the mode (as run_mode says) and
-    whether it checked the NodeMaintenance CRD (so that a begin need not read the CRD)."""
+    whether it checked the NodeMaintenance CRD (so that a begin need not read the CRD).
+    ``seen``: a list of the run leases' namespace the caller has just made, which holds the
+    run lease (no request of its own)."""
     if not run_id:
         return operator.STANDALONE, False
-    lease = run.read_lease(client, run.validate_id(run_id))
+    lease = (leases.named(seen, run.lease_name(run.validate_id(run_id))) if seen is not None
+             else run.read_lease(client, run.validate_id(run_id)))
     said = run.mode_of(lease)
     return said or operator.resolve(operator.AUTO, operator.detect(client)), run.crd_checked(lease)
+
+
+def run_facts_listed(client: Client, run_id: str, namespace: str, listed: bool = True
+                     ) -> Tuple[str, bool, Optional[List[leases.Lease]]]:
+    """``run_facts``, and the list of the leases namespace it read them from when ``listed``
+    and the node's leases live beside the run lease (the begin's first look and the end's
+    guard and release list that namespace anyway: one list, not a read and a list); else
+    the run lease alone is read, and the list is None. Never in check mode (the begin lists
+    nothing then)."""
+    seen = (lease_store.list_leases(client, namespace)
+            if listed and not client.dry_run and namespace == leases.LEASE_NAMESPACE else None)
+    return (*run_facts(client, run_id, seen), seen)
 
 
 def run_mode(client: Client, run_id: Optional[str]) -> str:

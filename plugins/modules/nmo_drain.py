@@ -384,7 +384,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model.node_conditi
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import node_conditions
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores import record as records
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import operator, run_start, settle, volumes
-from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, drain
+from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.drain import DrainOptions, Seen, drain
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.run import guard_for
 
 
@@ -414,10 +414,12 @@ def core(client, params):
         if with_operator is None:
             with_operator = run_start.run_mode(client, params["run_id"]) == operator.OPERATOR
         # docs/design.md §4.9.1: what must be whole again, known before anything is evicted
-        snap, pods = settle.take_snapshot(client, opts.node) if params["settle"] else (None, None)
+        taken = settle.take_snapshot(client, opts.node) if params["settle"] else None
+        snap, pods = (taken.snap, taken.pods) if taken is not None else (None, None)
         # docs/design.md §4.11: DrainInProgress, then Drained, where the begin set MaintenanceInProgress
         # (auto: the node the drain reads anyway says it; in operator mode NMO's conditions, none of ours)
         wanted = None if str(params["node_conditions"]).lower() == "auto" else boolean(params["node_conditions"])
+        seen = None
         try:
             if with_operator:
                 lifecycle = bool(wanted) and not client.dry_run
@@ -425,7 +427,9 @@ def core(client, params):
                     warnings += node_conditions.drain_started(client, opts.node)
                 result = operator.follow_drain(client, opts)
             else:
-                result = drain(client, opts, wanted, nm)
+                # the snapshot's node and pods are the drain's first look (no second read of either)
+                seen = Seen(taken.node, taken.listing) if taken is not None else None
+                result = drain(client, opts, wanted, nm, seen)
                 lifecycle = bool(result.pop("node_conditions", False))
         except NmoError as exc:
             if snap is not None:
@@ -444,7 +448,8 @@ def core(client, params):
             try:
                 guard = guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
                 result["volumes"] = volumes.wait_detached(client, opts.node, volume_timeout, staying,
-                                                          result.get("maintenance") or opts.maintenance, pods, guard)
+                                                          result.get("maintenance") or opts.maintenance, pods, guard,
+                                                          node_seen=seen.node if seen is not None else None)
             except volumes.VolumesAttached as exc:
                 exc.details = {**result, **exc.details, "changed": True}
                 raise

@@ -86,17 +86,29 @@ class Found:
     warnings: List[str]
 
 
+@dataclass
+class Seen:
+    """The node and one list of its pods as the caller read them within this call, after the
+    cordon (the settle's snapshot, settle.Snapshot), which the drain's look takes as its own:
+    the watch starts from the list's resourceVersion, so nothing since is missed. Once the
+    drain ran, ``node`` is the Node as its watch last saw it (the volume wait's first look)."""
+
+    node: Dict[str, Any]
+    listing: Dict[str, Any]
+
+
 def look(client: Client, opts: DrainOptions, node_conditions: Optional[bool],
-         nm_read: Optional[Dict[str, Any]]) -> Found:
-    """The node, its condition, its NodeMaintenance and one list of its pods, each pod
-    classified by the drain's filters."""
+         nm_read: Optional[Dict[str, Any]], seen: Optional[Seen] = None) -> Found:
+    """The node, its condition, its NodeMaintenance and one list of its pods (``seen``: read
+    by the caller), each pod classified by the drain's filters."""
     started, first_request = time.monotonic(), client.requests
     opts.validate()
-    node = read_node(client, opts.node)
+    node = seen.node if seen is not None else read_node(client, opts.node)
     lifecycle = (maintained(node) if node_conditions is None else node_conditions) and not client.dry_run
     condition_warnings = drain_started(client, opts.node) if lifecycle else []
     nm = read_maintenance(client, opts, nm_read)
-    listing = list_objects(client, paths.PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
+    listing = seen.listing if seen is not None else list_objects(
+        client, paths.PODS, {"fieldSelector": f"spec.nodeName={opts.node}"})
     selection = opts.selection(time.time())
     if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace on the node
         selection = replace(selection, namespace_labels=namespace_labels(
@@ -161,15 +173,16 @@ def run_result(client: Client, opts: DrainOptions, found: Found, result: Dict[st
 
 
 def drain(client: Client, opts: DrainOptions, node_conditions: Optional[bool] = False,
-          nm_read: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+          nm_read: Optional[Dict[str, Any]] = None, seen: Optional[Seen] = None) -> Dict[str, Any]:
     """Drain ``opts.node``; returns the result, raises DrainFailed (result in details).
 
     ``node_conditions`` (docs/design.md §4.11): ``DrainInProgress`` before the first eviction;
     None, when the node read here carries our ``MaintenanceInProgress`` (the begin set it), so
     that no caller carries the begin's answer and no request is added. The result's
     ``node_conditions`` says whether the drain wrote them (the caller then writes ``Drained``).
-    ``nm_read``: its NodeMaintenance as the caller just wrote it (read_maintenance)."""
-    found = look(client, opts, node_conditions, nm_read)
+    ``nm_read``: its NodeMaintenance as the caller just wrote it (read_maintenance); ``seen``:
+    the node and its pods as the caller read them (look)."""
+    found = look(client, opts, node_conditions, nm_read, seen)
     result = planned(opts, found)
     if client.dry_run:
         return dry_run_result(client, opts, found, result)
@@ -179,6 +192,8 @@ def drain(client: Client, opts: DrainOptions, node_conditions: Optional[bool] = 
     # outlasts the drain's own timeout, plus a little to write the final status.
     with client.time_budget(opts.timeout + FINISH_BUDGET):
         finished, error = drained.run()
+    if seen is not None:
+        seen.node = drained.watch.last_node() or seen.node
     result = run_result(client, opts, found, result, drained)
     if not finished:
         raise DrainFailed(error, blocker=drained.blocker, **result)

@@ -51,9 +51,13 @@ class DrainWatch:
             return None
         return next(iter(self.maintenance_watcher.objects.values()), None)
 
+    def last_node(self) -> Optional[Dict[str, Any]]:
+        """The Node as the watch last saw it (as read before the drain when not watched)."""
+        if self.node_watcher is not None:
+            return next(iter(self.node_watcher.objects.values()), self.node)
+        return self.node
+
     def node_state(self) -> Optional[str]:
         """The node's ``not_ready`` as the Node watch last saw it (no request)."""
-        node = self.node
-        if self.node_watcher is not None:
-            node = next(iter(self.node_watcher.objects.values()), node)
+        node = self.last_node()
         return not_ready(node) if node else None

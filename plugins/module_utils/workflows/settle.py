@@ -70,10 +70,26 @@ def annotate(client: Client, node: str, values: Dict[str, Optional[str]]) -> Non
 
 
 # -- before the drain ------------------------------------------------------------------------------
-def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
-    """(snapshot, the node's pods): what must be whole again, kept on the Node (not in a dry run)."""
+@dataclass
+class Snapshot:
+    """What the snapshot read and kept: ``snap`` (on the Node), and its reads, which the drain
+    that follows takes as its own first look (drain.Seen): the node as read before the
+    snapshot's annotation (which changes nothing the drain looks at), and the pods' list."""
+
+    snap: Dict[str, Any]
+    node: Dict[str, Any]
+    listing: Dict[str, Any]
+
+    @property
+    def pods(self) -> List[Dict[str, Any]]:
+        return self.listing.get("items", [])
+
+
+def take_snapshot(client: Client, node: str) -> Snapshot:
+    """What must be whole again, kept on the Node (not in a dry run)."""
     current = read_node(client, node)
-    pods = list_objects(client, paths.PODS, {"fieldSelector": f"spec.nodeName={node}"}).get("items", [])
+    listing = list_objects(client, paths.PODS, {"fieldSelector": f"spec.nodeName={node}"})
+    pods = listing.get("items", [])
     old = model.decode((current.get("metadata", {}).get("annotations") or {}).get(model.ANNOTATION))
     # the budgets that can guard these pods are in their namespaces: those, not every budget of the cluster
     namespaces = sorted({(p.get("metadata") or {}).get("namespace") or "" for p in pods} - {""})
@@ -85,7 +101,7 @@ def take_snapshot(client: Client, node: str) -> Tuple[Dict[str, Any], List[Dict[
     snap = model.with_ready(snap, read_workloads(client, counted))
     if not client.dry_run and not model.empty(snap) and snap != old:
         annotate(client, node, {model.ANNOTATION: model.encode(snap)})
-    return snap, pods
+    return Snapshot(snap, current, listing)
 
 
 def read_workloads(client: Client, entries: List[Dict[str, Any]]) -> Dict[str, Optional[Dict[str, Any]]]:

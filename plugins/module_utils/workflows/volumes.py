@@ -71,15 +71,21 @@ def kept_volumes(client: Client, node: str, skipped: Optional[Iterable[Dict[str,
 
 def wait_detached(client: Client, node: str, timeout: float, skipped: Optional[Iterable[Dict[str, Any]]],
                   nm_name: Optional[str] = None, pods: Optional[List[Dict[str, Any]]] = None,
-                  guard: Optional[run.Guard] = None) -> Dict[str, Any]:
+                  guard: Optional[run.Guard] = None, node_seen: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Wait until no volume holds ``node``; the result's ``volumes`` part. In a dry run, what
-    would be waited for (no wait, nothing written)."""
+    would be waited for (no wait, nothing written). ``node_seen``: the Node as the drain's
+    watch last saw it. A volume only leaves a drained node, so an older view shows at least
+    what holds it now: when it shows nothing (and the VolumeAttachments, listed now, none),
+    the node is not read again; otherwise it is listed, and the wait starts from that list."""
     started = time.monotonic()
     guard = guard or run.NoGuard()
     node_query = {"fieldSelector": f"metadata.name={node}"}
-    nodes = list_objects(client, paths.NODES, node_query)
     attachments = list_objects(client, VOLUME_ATTACHMENTS)
-    current = (nodes.get("items") or [{}])[0]
+    nodes: Dict[str, Any] = {}
+    current = node_seen
+    if current is None or volumes.still_attached(node, current, attachments.get("items", [])):
+        nodes = list_objects(client, paths.NODES, node_query)
+        current = (nodes.get("items") or [{}])[0]
     kept: Tuple[Set[str], Set[str]] = (set(), set())
     held = volumes.still_attached(node, current, attachments.get("items", []))
     if held:

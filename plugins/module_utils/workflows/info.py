@@ -159,7 +159,9 @@ def describe(client: Client, node: Optional[str] = None, label_selector: Optiona
         if only is not None:
             wanted = set(only)
             nodes = [n for n in nodes if n["metadata"]["name"] in wanted]
-    nms = maintenance.list_all(client)
+    # one node (the Ready wait, status.yml's node): its NodeMaintenance by name, not every one listed
+    nms = (([found] if (found := maintenance.locate(client, node)) else []) if node and only is None
+           else maintenance.list_all(client))
     leases = leases_of(client) if leases_read is None else leases_read
     names = {n["metadata"]["name"] for n in nodes}
     added, gone = orphans(client, nms, names, only, everything=not node and only is None and not label_selector)

@@ -97,11 +97,7 @@ class PreflightOptions(Selection):
             problems.append("nodes lists a node twice: " + ", ".join(twice))
         try:
             v.problems(lambda: v.number(self.concurrency, "concurrency", 1, v.MAX_CONCURRENCY, "nodes", integer=True),
-                       lambda: v.number(self.parallelism, "parallelism", 1, 500, "requests", integer=True),
-                       lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
-                                        v.MAX_WAIT_SECONDS, "seconds", integer=True),
-                       lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                       lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES),
+                       *self.checks(),  # the drain options' own (drain_spec.Selection.checks)
                        lambda: drain_rules.parse_rules(self.rules),
                        lambda: v.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS),
                        lambda: v.label_selector(self.etcd.pod_selector, "etcd_pod_selector"),
@@ -113,7 +109,7 @@ class PreflightOptions(Selection):
             problems.append(exc.message)
         if problems:
             raise InputError("; ".join(problems))
-        self.selection()  # a malformed pod_selector raises here, before any request
+        self.selection()  # the selection is made once here: what it parses fails before any request
 
 
 # -- one node's report -------------------------------------------------------------------------

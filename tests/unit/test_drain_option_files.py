@@ -43,10 +43,8 @@ COMMON_WORDS = {"force", "timeout", "rules", "kubevirt", "surge"}
 # a change takes it out of one, drop it at MAX or below
 KNOWN_OVER = {
     "pod_selector": 10,  # also the etcd guard's own pod_selector, and the selector parser's messages
-    "skip_wait_for_delete_timeout": 14,
+    "skip_wait_for_delete_timeout": 12,
     "parallelism": 11,  # also the pre-flight's reads and dry runs, in parallel as the drain
-    "delete_fallback_after": 9,
-    "disable_eviction": 7,
 }
 
 

@@ -44,7 +44,6 @@ COMMON_WORDS = {"force", "timeout", "rules", "kubevirt", "surge"}
 KNOWN_OVER = {
     "pod_selector": 10,  # also the etcd guard's own pod_selector, and the selector parser's messages
     "skip_wait_for_delete_timeout": 12,
-    "parallelism": 11,  # also the pre-flight's reads and dry runs, in parallel as the drain
 }
 
 

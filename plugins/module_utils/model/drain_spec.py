@@ -137,6 +137,12 @@ class Selection(PodSelection):
                 *super().checks(),
                 lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES)]
 
+    def requests_at_once(self, jobs: Optional[int] = None) -> int:
+        """How many requests the drain, or the pre-flight, sends at a time: ``parallelism``,
+        never more than the ``jobs`` there are (when known), at least one. Every pool of the
+        drain's and the pre-flight's requests is this wide (their evictions, dry runs, reads)."""
+        return max(1, self.parallelism if jobs is None else min(self.parallelism, jobs))
+
 
 @dataclass(frozen=True)
 class Drain(Selection):

@@ -44,7 +44,7 @@ def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dic
     it go now (a server-side dry-run eviction, nothing written), as a diff of the pods on the
     node before and after."""
     evicting = [p for p in acting if p.action == EVICT and not p.blocked]
-    answers = dry_run.dry_run_all(client, evicting, opts.parallelism)
+    answers = dry_run.dry_run_all(client, evicting, opts.requests_at_once(len(evicting)))
     plan = {}
     for p in acting:
         if p.action == EVICT and p.blocked:

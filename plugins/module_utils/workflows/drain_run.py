@@ -218,7 +218,7 @@ class DrainRun:
 
     def evict_and_wait(self) -> str:
         """The requests and the wait until the pods are gone; the error that stopped them, or ""."""
-        self.requests.open(self.opts.parallelism)
+        self.requests.open(self.opts.requests_at_once())  # pods may come back: not bounded by today's
         self.watch.waitable.start()
         pending = self.tracker.describe_pending
         try:

@@ -448,7 +448,7 @@ def table(reports: List[NodeReport]) -> List[str]:
 def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     started, first_request = time.monotonic(), client.requests
     opts.validate()
-    snapshot = Snapshot.read(client, opts.nodes, opts.parallelism)
+    snapshot = Snapshot.read(client, opts.nodes, opts.requests_at_once())
     selection = opts.selection(time.time())
     if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace of the judged pods
         selection = replace(selection, namespace_labels=namespace_labels(
@@ -478,7 +478,8 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
         judge_holds(report, pods, snapshot.nodes[name], time.time())
         judge_returning(report, pods)
     judge_etcd(client, reports, snapshot.nodes, opts)
-    answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)
+    evicting = [p for r in reports for p in r.of(EVICT) if not p.blocked]
+    answers = dry_run_all(client, evicting, opts.requests_at_once(len(evicting)))
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     # a VM's pod is KubeVirt's to move (kubevirt: migrate), never a Deployment's to surge
     surges = surge_verdicts(client, [pods[k] for k, a in answers.items() if a.answer == REFUSED and k not in vms

@@ -244,6 +244,6 @@ def test_maintenance_names_and_the_etcd_options_are_read_from_the_params() -> No
     opts = pf.PreflightOptions.from_params({"nodes": ["a", "b"], "maintenance_names": {"a": "fw-a", "b": ""},
                                             "etcd_guard": "kubeadm", "etcd_pod_selector": None})
     assert opts.maintenance_names == {"a": "fw-a"}
-    assert (opts.etcd.flavour, opts.etcd.pod_selector) == ("kubeadm", "component=etcd")
+    assert (opts.etcd.flavour, opts.etcd.member_selector) == ("kubeadm", "component=etcd")
     with pytest.raises(InputError, match=r"maintenance_names\[a\]"):
         pf.PreflightOptions(nodes=("a",), maintenance_names={"a": "Not_A_Name"}).validate()

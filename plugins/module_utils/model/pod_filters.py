@@ -47,7 +47,7 @@ class SelectionOptions(PodSelection):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pod_selector", self.pod_selector or "")  # unset: every pod
-        object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector)))
+        object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector, "pod_selector")))
 
     @classmethod
     def of(cls, options: Any, now: Optional[float] = None) -> SelectionOptions:

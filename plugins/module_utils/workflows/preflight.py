@@ -75,7 +75,7 @@ class PreflightOptions(Selection):
     def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
         names = [f for f in cls.__dataclass_fields__ if f not in ("nodes", "etcd") and params.get(f) is not None]
         etcd = etcd_guard.Options(*(params.get(k) or getattr(etcd_guard.Options(), a) for k, a in (
-            ("etcd_guard", "flavour"), ("etcd_pod_selector", "pod_selector"), ("etcd_pod_namespace", "pod_namespace"),
+            ("etcd_guard", "flavour"), ("etcd_pod_selector", "member_selector"), ("etcd_pod_namespace", "pod_namespace"),
             ("etcd_guard_namespace", "guard_namespace"))))
         given = {f: params[f] for f in names}
         if "maintenance_names" in given:  # the role passes "" for a node with the default name
@@ -100,7 +100,7 @@ class PreflightOptions(Selection):
                        *self.checks(),  # the drain options' own (drain_spec.Selection.checks)
                        lambda: drain_rules.parse_rules(self.rules),
                        lambda: v.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS),
-                       lambda: v.label_selector(self.etcd.pod_selector, "etcd_pod_selector"),
+                       lambda: v.label_selector(self.etcd.member_selector, "etcd_pod_selector"),
                        lambda: v.namespace(self.etcd.pod_namespace, "etcd_pod_namespace"),
                        lambda: v.namespace(self.etcd.guard_namespace, "etcd_guard_namespace"),
                        *[lambda n=n, name=name: v.dns_subdomain(name, f"maintenance_names[{n}]", "NodeMaintenance name")

@@ -42,7 +42,6 @@ COMMON_WORDS = {"force", "timeout", "rules", "kubevirt", "surge"}
 # files (the tracker, the result's lines, the stuck-pod and readiness messages...); lower it when
 # a change takes it out of one, drop it at MAX or below
 KNOWN_OVER = {
-    "skip_wait_for_delete_timeout": 12,
 }
 
 

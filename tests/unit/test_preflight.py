@@ -229,14 +229,14 @@ def test_a_node_that_is_not_ready_is_a_no_go_or_a_warning_with_skip_wait(status:
     down = node("w1")
     down["status"]["conditions"] = [{"type": "Ready", "status": status}] if status else []
     report = pf.NodeReport("w1")
-    pf.judge_readiness(report, down, 0)
+    pf.judge_readiness(report, down, pf.PreflightOptions())
     assert report.verdict == pf.NO_GO and said in report.blockers[0]
     assert "evictions there wait for a kubelet that is not there" in report.blockers[0]
     lenient = pf.NodeReport("w1")
-    pf.judge_readiness(lenient, down, 30)
+    pf.judge_readiness(lenient, down, pf.PreflightOptions(skip_wait_for_delete_timeout=30))
     assert lenient.verdict == pf.WARN and "skip_wait_for_delete_timeout (30 s)" in lenient.warnings[0]
     ready = pf.NodeReport("w1")
-    pf.judge_readiness(ready, node("w1"), 0)
+    pf.judge_readiness(ready, node("w1"), pf.PreflightOptions())
     assert ready.verdict == pf.GO
 
 

@@ -113,6 +113,13 @@ class PodSelection:
     disable_eviction: bool = _default("disable_eviction")
     skip_wait_for_delete_timeout: int = _default("skip_wait_for_delete_timeout")
 
+    @classmethod
+    def as_given(cls, values: Dict[str, Any]) -> Any:
+        """The options of a dict as the operator gave them, unconverted (-e gives strings):
+        the role's drain dict before a module checks it. Its keys that are no option are left
+        out (the role's input check names them)."""
+        return cls(**{name: value for name, value in values.items() if name in cls.__dataclass_fields__})
+
     def checks(self) -> List[Check]:
         """Each option's check (validation.problems runs them: one error lists every problem).
         The drain rules are model/drain_rules.py's to check (the options objects' validate()

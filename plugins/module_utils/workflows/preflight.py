@@ -17,8 +17,8 @@ names made from it (its NodeMaintenance, ``maintenance_names`` honoured, and its
 lease) must be valid names, a control-plane node must pass the etcd quorum guard (one that
 can never pass it, such as the only etcd member, is a no-go; one that must wait for another
 member a warning), and the node must be Ready (a NotReady or unreachable node has no kubelet
-to finish the evictions; a warning only when ``skip_wait_for_delete_timeout`` lets the
-drain go on without it).
+to finish the evictions; a warning only when the drain lets terminating pods go, and so
+goes on without it: pod_filters.lets_terminating_go).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api.client import Client
 from ..errors import ApiError, InputError
 from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, surge, validation
-from ..model.drain_spec import Selection
-from ..model.marks import is_control_plane, not_ready, not_ready_refusal, refuses_not_ready
+from ..model.drain_spec import PodSelection, Selection
+from ..model.marks import is_control_plane, not_ready, not_ready_refusal
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -46,6 +46,8 @@ from ..model.pod_filters import (
     classify,
     controller_of,
     is_finished,
+    lets_terminating_go,
+    letting_go,
 )
 from ..stores import kubevirt as kubevirt_preflight
 from ..stores import maintenance, workloads
@@ -203,15 +205,14 @@ def judge_names(report: NodeReport, maintenance_name: Optional[str]) -> None:
             report.refuse(f"{what} cannot be made: {exc.message} (the begin refuses it before any write)")
 
 
-def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
+def judge_readiness(report: NodeReport, node: Obj, opts: PodSelection) -> None:
     """A node whose kubelet does not answer: its evicted pods are never deleted by it."""
     state = not_ready(node)
     if state is None:
         return
-    if not refuses_not_ready(skip_wait):
+    if lets_terminating_go(opts):
         report.warnings.append(f"node {report.node} is {state}: evictions there wait for a kubelet that is not "
-                               f"there to stop the pods; the drain stops waiting for each after "
-                               f"skip_wait_for_delete_timeout ({skip_wait} s)")
+                               f"there to stop the pods; the drain stops waiting for each after {letting_go(opts)}")
     else:
         report.refuse(not_ready_refusal(report.node, state))
 
@@ -468,7 +469,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
                 report.refuse(f"not found in cluster: {exc.message}")
             continue
         judge_names(report, (opts.maintenance_names or {}).get(name))
-        judge_readiness(report, snapshot.nodes[name], opts.skip_wait_for_delete_timeout)
+        judge_readiness(report, snapshot.nodes[name], opts)
         for pod in snapshot.pods_by_node.get(name, []):
             plan = classify(pod, selection)
             report.plans.append(plan)

@@ -281,7 +281,8 @@ def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
     """A no-go for each workload whose replacements the scheduler would put back on the node:
     its pods tolerate both maintenance taints, so the cordon does not keep them off, and the
     drained node, the emptiest, draws them. The drain would evict them again a few times
-    (returning_pod_evictions) and then fail: not a drain that finishes by itself."""
+    (its bound on returning pods, model/returning.py) and then fail: not a drain that finishes
+    by itself."""
     by_workload: Dict[str, List[str]] = {}
     why: Dict[str, str] = {}
     for plan in report.plans:

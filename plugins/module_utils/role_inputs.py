@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from .errors import InputError
-from .model import blocked, drain_spec, marks, order, renewal, topology_budgets
+from .model import blocked, drain_spec, order, pod_filters, renewal, topology_budgets
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -211,7 +211,7 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     if DRAIN in values and isinstance(values[DRAIN] or {}, dict):
         facts["drain"], deprecations = drain(values)
         # the begin refuses a node without its kubelet as the pre-flight does (nmo_maintenance's refuse_not_ready)
-        facts["refuse_not_ready"] = marks.refuses_not_ready(facts["drain"]["skip_wait_for_delete_timeout"])
+        facts["refuse_not_ready"] = not pod_filters.lets_terminating_go(drain_spec.Drain.as_given(facts["drain"]))
         if deprecations:
             facts["deprecations"] = deprecations
     for option in WAITS:

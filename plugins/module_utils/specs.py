@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Tuple
 from ansible.module_utils.common.parameters import env_fallback
 
 from .api.client import CONNECTION_ENV
-from .model.drain_spec import DRAIN, ROLE_DRAIN, SELECTION
+from .model.drain_spec import DRAIN, MAX_PARALLELISM, ROLE_DRAIN, SELECTION
 from .model.leases import SLOT_PREFIX
 
 __all__ = ["CONNECTION", "LEASE", "SELECTION", "DRAIN", "ROLE_DRAIN", "DRAIN_OPTION", "FLAT_DRAIN", "EVENTS",
@@ -86,11 +86,13 @@ EVENTS: Spec = {
 
 
 def pool_size(params: Dict[str, Any]) -> int:
-    """Connections for a module with DRAIN_OPTION: its parallel requests plus the watch and a status write."""
+    """Connections for a module with DRAIN_OPTION: its parallel requests plus the watch and a
+    status write. Read from the parameters as given, before the options object is made and
+    checked: never a huge pool first."""
     parallelism = drain_params(params)[0].get("parallelism")
     if parallelism is None:
         parallelism = DRAIN["parallelism"]["default"]
-    return min(max(int(parallelism or 1), 1), 500) + 2  # checked later: never a huge pool first
+    return min(max(int(parallelism or 1), 1), MAX_PARALLELISM) + 2
 
 
 def drain_params(params: Dict[str, Any]) -> Tuple[Dict[str, Any], List[str]]:

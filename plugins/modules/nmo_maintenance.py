@@ -80,7 +80,8 @@ options:
       - With O(state=present), refuse a node that is not Ready (NotReady, or unreachable when no kubelet
         posts its status) before anything is written, as M(nmo.maintenance.nmo_preflight) refuses it, since
         its drain would wait for evictions that no kubelet carries out. The role sets it unless the drain's
-        C(skip_wait_for_delete_timeout) lets the drain go on without the kubelet.
+        options (M(nmo.maintenance.nmo_drain)) let it stop waiting for pods still terminating, so that it goes
+        on without the kubelet.
       - A node already in maintenance is never refused for it (a node powered off in its work is resumed).
     type: bool
     default: false

@@ -59,7 +59,7 @@ BLOCKED_PREFIX = disruption.BLOCKED_PREFIX
 
 # -- helpers ------------------------------------------------------------------------------------
 def options(world: Any, node: str, run_id: str = "", **lease: Any) -> lifecycle.Options:
-    etcd = etcd_guard.Options(pod_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
+    etcd = etcd_guard.Options(member_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
     return lifecycle.Options(node=node, run_id=run_id,
                              lease=disruption.Request(node=node, slot_prefix=slot_prefix(world), etcd=etcd, **lease))
 

@@ -133,7 +133,7 @@ def test_a_missing_leases_namespace_is_made_when_the_first_lease_needs_it(cluste
 def leases_etcd_options(world: Any) -> Any:
     from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import etcd_guard
 
-    return etcd_guard.Options(pod_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
+    return etcd_guard.Options(member_selector=f"component=etcd,{WORLD_LABEL}={world.id}")
 
 
 # -- two processes at once -------------------------------------------------------------------

@@ -148,8 +148,10 @@ class TestSelector:
 
     @pytest.mark.parametrize("bad", ["app=(web", "a b c", "app in a,b"])
     def test_malformed_selector_is_an_input_error(self, bad: str) -> None:
-        with pytest.raises(InputError, match="pod_selector"):
+        with pytest.raises(InputError, match="^label selector: cannot parse"):
             parse_selector(bad)
+        with pytest.raises(InputError, match="^pod_selector: cannot parse"):  # the caller's option, named
+            parse_selector(bad, "pod_selector")
 
 
 # -- what an answer means ---------------------------------------------------------------------

@@ -229,14 +229,14 @@ def test_a_node_that_is_not_ready_is_a_no_go_or_a_warning_with_skip_wait(status:
     down = node("w1")
     down["status"]["conditions"] = [{"type": "Ready", "status": status}] if status else []
     report = pf.NodeReport("w1")
-    pf.judge_readiness(report, down, 0)
+    pf.judge_readiness(report, down, pf.PreflightOptions())
     assert report.verdict == pf.NO_GO and said in report.blockers[0]
     assert "evictions there wait for a kubelet that is not there" in report.blockers[0]
     lenient = pf.NodeReport("w1")
-    pf.judge_readiness(lenient, down, 30)
+    pf.judge_readiness(lenient, down, pf.PreflightOptions(skip_wait_for_delete_timeout=30))
     assert lenient.verdict == pf.WARN and "skip_wait_for_delete_timeout (30 s)" in lenient.warnings[0]
     ready = pf.NodeReport("w1")
-    pf.judge_readiness(ready, node("w1"), 0)
+    pf.judge_readiness(ready, node("w1"), pf.PreflightOptions())
     assert ready.verdict == pf.GO
 
 
@@ -244,6 +244,6 @@ def test_maintenance_names_and_the_etcd_options_are_read_from_the_params() -> No
     opts = pf.PreflightOptions.from_params({"nodes": ["a", "b"], "maintenance_names": {"a": "fw-a", "b": ""},
                                             "etcd_guard": "kubeadm", "etcd_pod_selector": None})
     assert opts.maintenance_names == {"a": "fw-a"}
-    assert (opts.etcd.flavour, opts.etcd.pod_selector) == ("kubeadm", "component=etcd")
+    assert (opts.etcd.flavour, opts.etcd.member_selector) == ("kubeadm", "component=etcd")
     with pytest.raises(InputError, match=r"maintenance_names\[a\]"):
         pf.PreflightOptions(nodes=("a",), maintenance_names={"a": "Not_A_Name"}).validate()

@@ -48,7 +48,7 @@ def partial(nodes: List[Dict[str, Any]], pods: List[Dict[str, Any]], judged: Lis
     for p in pods:
         (by_node if p["spec"]["nodeName"] in judged else others).setdefault(p["spec"]["nodeName"], []).append(p)
     snap = reads.Snapshot({n["metadata"]["name"]: reads.slim_node(n) for n in nodes}, by_node,
-                          budgets.Budgets([], pods), reader=lambda name: others.get(name, []), parallelism=2,
+                          budgets.Budgets([], pods), reader=lambda name: others.get(name, []), workers=2,
                           read_limit=limit)
     return snap
 
@@ -168,7 +168,7 @@ def paged(nodes: List[Dict[str, Any]], pods: List[Dict[str, Any]], judged: List[
         return {"items": nodes[start:start + size], "metadata": meta}
 
     snap = reads.Snapshot({n: full.nodes[n] for n in judged}, full.pods_by_node, full.budgets, reader=full.reader,
-                          parallelism=2, read_limit=limit, node_pages=reads.NodePages(fetch))
+                          workers=2, read_limit=limit, node_pages=reads.NodePages(fetch))
     return snap, full, asked
 
 

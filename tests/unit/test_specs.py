@@ -140,7 +140,7 @@ def test_the_cores_lease_defaults_are_the_specs() -> None:
     assert specs.LEASE["etcd_guard"]["choices"] == list(etcd_guard.FLAVOURS)
     assert [specs.LEASE[name]["default"] for name in ("etcd_guard", "etcd_pod_selector", "etcd_pod_namespace",
                                                       "etcd_guard_namespace")] == [
-        etcd.flavour, etcd.pod_selector, etcd.pod_namespace, etcd.guard_namespace]
+        etcd.flavour, etcd.member_selector, etcd.pod_namespace, etcd.guard_namespace]
 
 
 def test_a_timeout_is_a_float_everywhere() -> None:

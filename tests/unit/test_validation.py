@@ -138,7 +138,7 @@ CASES = [
     ("slot_prefix dots", lambda: request(slot_prefix="a..b").validate(), "slot_prefix: 'a..b' is not a valid start"),
     ("slot_prefix node-", lambda: request(slot_prefix="node-x").validate(), "slot_prefix: 'node-x' must not start"),
     ("maintenance", lambda: request(maintenance="..").validate(), "maintenance: '..' is not a valid NodeMaintenance"),
-    ("etcd selector", lambda: request(etcd=EtcdOptions(pod_selector="component in (etcd")).validate(),
+    ("etcd selector", lambda: request(etcd=EtcdOptions(member_selector="component in (etcd")).validate(),
      "etcd_pod_selector: 'component in (etcd' is not a valid label selector"),
     ("etcd namespace", lambda: request(etcd=EtcdOptions(pod_namespace="Kube System")).validate(),
      "etcd_pod_namespace: 'Kube System' is not a valid namespace"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from .drain_spec import SKIP_WAIT_OPTION
 from .node_state import Wanted
 from .taints import MAINTENANCE_TAINTS, UNSCHEDULABLE_TAINT, WAITING_ANY, Taint, same_taint
 
@@ -163,22 +164,11 @@ def not_ready(node: Dict[str, Any]) -> Optional[str]:
             if status == "Unknown" else "not Ready (it has no Ready condition: no kubelet ever reported)")
 
 
-def refuses_not_ready(skip_wait: Any) -> bool:
-    """The readiness rule of the pre-flight and the begin: a node without its kubelet is refused,
-    unless the drain's ``skip_wait_for_delete_timeout`` (as given: -e gives a string) lets the
-    drain go on without it; then the pre-flight only warns. One that is not a number is refused
-    (the drain's own check names it before the begin)."""
-    try:
-        return not int(float(skip_wait or 0))
-    except (TypeError, ValueError):
-        return True
-
-
 def not_ready_refusal(name: str, state: str) -> str:
     """The no-go of a node without its kubelet, as the pre-flight and the begin word it."""
     return (f"node {name} is {state}: evictions there wait for a kubelet that is not there to stop the pods, "
             "so the drain would not finish. Bring the node back, or let the drain go on without its kubelet "
-            "(drain skip_wait_for_delete_timeout)")
+            f"(drain {SKIP_WAIT_OPTION})")
 
 
 def is_control_plane(node: Dict[str, Any]) -> bool:

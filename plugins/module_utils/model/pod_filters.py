@@ -47,7 +47,7 @@ class SelectionOptions(PodSelection):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "pod_selector", self.pod_selector or "")  # unset: every pod
-        object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector)))
+        object.__setattr__(self, "selector", tuple(parse_selector(self.pod_selector, "pod_selector")))
 
     @classmethod
     def of(cls, options: Any, now: Optional[float] = None) -> SelectionOptions:
@@ -151,13 +151,30 @@ def rule_verdict(pod: Pod, opts: SelectionOptions) -> drain_rules.Verdict:
                              meta.get("annotations") or {})
 
 
+def lets_terminating_go(opts: PodSelection) -> bool:
+    """Whether the drain stops waiting for a pod still terminating after a while
+    (skip_wait_for_delete_timeout above 0), so that it goes on without a kubelet to finish the
+    pods: the readiness rule of the pre-flight and the begin (marks.not_ready), which refuse a
+    node without its kubelet otherwise. The option may be as given (the role's, -e gives a
+    string); one that is not a number lets nothing go (the drain's own check names it)."""
+    try:
+        return int(float(opts.skip_wait_for_delete_timeout or 0)) != 0
+    except (TypeError, ValueError):
+        return False
+
+
+def letting_go(opts: PodSelection) -> str:
+    """The option that lets a terminating pod go, with its value, as the messages quote it."""
+    return f"skip_wait_for_delete_timeout ({opts.skip_wait_for_delete_timeout} s)"
+
+
 def terminating_filter(pod: Pod, opts: SelectionOptions) -> Optional[Decision]:
     age = deletion_age(pod, opts.now)
     if age is None:
         return None
     limit = opts.skip_wait_for_delete_timeout
     if limit > 0 and age > limit:
-        return Decision(SKIP, f"terminating for {age:.0f} s, more than skip_wait_for_delete_timeout ({limit} s)")
+        return Decision(SKIP, f"terminating for {age:.0f} s, more than {letting_go(opts)}")
     return Decision(KEEP, "already terminating: waited for")
 
 

@@ -47,8 +47,9 @@ def _split_terms(text: str) -> List[str]:
     return [t.strip() for t in terms if t.strip()]
 
 
-def parse_selector(text: Optional[str]) -> List[Requirement]:
-    """``app=web,tier!=db,env in (a,b),!legacy`` -> requirements; InputError when malformed."""
+def parse_selector(text: Optional[str], option: str = "label selector") -> List[Requirement]:
+    """``app=web,tier!=db,env in (a,b),!legacy`` -> requirements; InputError when malformed,
+    its message naming ``option`` (the caller's: the drain's own selector, a rule's, a budget's)."""
     reqs = []
     for term in _split_terms(text or ""):
         m = _SET.match(term)
@@ -64,6 +65,6 @@ def parse_selector(text: Optional[str]) -> List[Requirement]:
         if m:
             reqs.append(Requirement(m.group(2), "!exists" if m.group(1) else "exists"))
             continue
-        raise InputError(f"pod_selector: cannot parse {term!r}; use label selector syntax such as "
+        raise InputError(f"{option}: cannot parse {term!r}; use label selector syntax such as "
                          "'app=web', 'tier!=db', 'env in (a,b)', 'critical' or '!critical'")
     return reqs

@@ -6,7 +6,7 @@ Three holds the drain cannot lift by retrying, each said in the operator's words
 - a finalizer: the pod is being deleted, its grace period is over (or its containers
   stopped), and it stays until whoever owns the finalizer removes it;
 - a node without its kubelet (NotReady or unreachable): nobody stops the containers, so a
-  deleted pod stays Terminating; ``skip_wait_for_delete_timeout`` lets the drain go on;
+  deleted pod stays Terminating; the drain's option to stop waiting lets it go on;
 - a budget that allows 0 disruptions because some of its pods are not Ready: the default
   ``unhealthyPodEvictionPolicy`` (IfHealthyBudget) waits for them; ``AlwaysAllow`` lets a
   pod that is not Ready be evicted.
@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
+from .drain_spec import SKIP_WAIT_OPTION
 from .pod_filters import deletion_age, is_finished
 
 Obj = Dict[str, Any]
@@ -70,7 +71,7 @@ def held(pod: Optional[Obj], node: str, node_state: Optional[str], now: float) -
     names = finalizers(pod)
     if node_state is not None:
         text = (f"terminating on node {node}, which is {node_state}: the kubelet is not there to finish it "
-                "(skip_wait_for_delete_timeout lets the drain go on without it)")
+                f"({SKIP_WAIT_OPTION} lets the drain go on without it)")
         return text + (f"; also held by {finalizer_text(names)}" if names else "")
     if names and (age >= 0 or containers_stopped(pod)):
         return (f"held by {finalizer_text(names)}: its containers are stopped or its grace period is over, and it "

@@ -1,6 +1,12 @@
 """The drain's bookkeeping, free of I/O: which pods are still pending, what their last
 request answered, when to retry, and what the NodeMaintenance status should say.
 
+The rules of three drain options live here, with the words that tell of them: how often a
+refused pod is asked again (``retry_delay``), when a budget's refusals turn its eviction into
+a deletion (``delete_fallback_after``), and when a pod still terminating is let go
+(``skip_wait_for_delete_timeout``, as kubectl does). The drain hands its options whole
+(``Tracker.for_drain``).
+
 Time comes in as arguments (monotonic seconds for retries and throttles, epoch seconds for
 deletion timestamps), so unit tests drive every path without a cluster or a clock.
 """
@@ -12,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..errors import ApiError, DisruptionBudgetRefusal, EvacuationStarted, TlsVerifyError
 from .drain_rules import blocked_message
+from .drain_spec import DISABLE_EVICTION_OPTION, Drain
 from .pod_filters import COMPLETE, DELETE, EVICT, WAIT, PodPlan, deletion_age, is_finished
 
 # Outcomes of one eviction or deletion request.
@@ -47,7 +54,7 @@ def outcome_of(error: Optional[ApiError], key: str) -> Outcome:
         return Outcome(RETRY, f"the API server is throttling requests (not a PodDisruptionBudget): {text}")
     if error.status == 500 and MULTIPLE_PDBS in text:
         return Outcome(FATAL, f"pod {key} cannot be evicted: {text} Make at most one PodDisruptionBudget "
-                              "select it, or drain with disable_eviction=true")
+                              f"select it, or drain with {DISABLE_EVICTION_OPTION}=true")
     if isinstance(error, TlsVerifyError):  # the same certificate is refused on every attempt
         return Outcome(FATAL, error.message)
     if error.status in (0, 409) or error.status >= 500:
@@ -66,13 +73,13 @@ def server_text(error: ApiError) -> str:
 @dataclass
 class PendingPod:
     plan: PodPlan
-    action: str  # EVICT, DELETE (finished pods, disable_eviction, fallback), WAIT or COMPLETE
+    action: str  # EVICT, DELETE (finished pods, eviction disabled, fallback), WAIT or COMPLETE
     attempts: int = 0
     in_flight: bool = False
     accepted: bool = False
     next_attempt: float = 0.0
     first_refusal: Optional[float] = None
-    fallback: bool = False  # deleted despite its PodDisruptionBudget (delete_fallback_after)
+    fallback: bool = False  # deleted despite its PodDisruptionBudget (Tracker.fallback_after)
     last_error: str = ""
     blocked: str = ""  # the do-not-disrupt annotation that holds it (never sent while set)
     accepted_at: Optional[float] = None  # when our request was accepted (the end of a refusal)
@@ -83,7 +90,7 @@ class PendingPod:
     held_since: Optional[float] = None  # epoch seconds, when ``held`` was first said
     held_until: Optional[float] = None  # epoch seconds, when it left (deleted, or let go)
     budget_note: str = ""
-    left_terminating: bool = False  # gone by skip_wait_for_delete_timeout, still terminating
+    left_terminating: bool = False  # let go still terminating (Tracker.skip_after)
     surged: str = ""  # surge-first: the Deployment restarted for it (model/surge.py)
     surge_text: str = ""  # how that rollout goes, as last read
 
@@ -127,9 +134,9 @@ def is_gone(uid: str, current: Optional[Dict[str, Any]], now: float, skip_after:
 @dataclass
 class Tracker:
     """The pods the drain still waits for, and what happened to the others."""
-    retry_delay: float = 1.0
-    fallback_after: Optional[float] = None
-    skip_after: float = 0
+    retry_delay: float = 1.0  # seconds between two requests for a pod (retry_delay)
+    fallback_after: Optional[float] = None  # refused that long, a pod is deleted (delete_fallback_after)
+    skip_after: float = 0  # terminating that long, a pod is let go (skip_wait_for_delete_timeout; 0: never)
     pending: Dict[str, PendingPod] = field(default_factory=dict)
     done: List[PendingPod] = field(default_factory=list)
     retries: int = 0
@@ -145,6 +152,33 @@ class Tracker:
             if plan.action in (EVICT, DELETE, WAIT, COMPLETE):
                 tracker.pending[plan.key] = pending_pod(plan)
         return tracker
+
+    @classmethod
+    def for_drain(cls, plans: Iterable[PodPlan], opts: Drain) -> Tracker:
+        """The bookkeeping of a drain with these options (drain_spec.Drain)."""
+        return cls.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
+                      skip_after=opts.skip_wait_for_delete_timeout)
+
+    # -- the words of the options' rules ----------------------------------------------------
+    def retry_interval(self, kind: str = REFUSED) -> float:
+        """Seconds until a pod whose request had this outcome is asked again: retry_delay, and
+        at least EVACUATION_RETRY for a pod its owner evacuates."""
+        return max(EVACUATION_RETRY, self.retry_delay) if kind == EVACUATING else self.retry_delay
+
+    def fallback_for(self) -> str:
+        """How long a budget refused a pod the drain then deleted (its event's and its result's words)."""
+        return f"for {self.fallback_after or 0:g} s (delete_fallback_after)"
+
+    def left_reason(self, pod: PendingPod) -> str:
+        """Why a pod let go still terminating is left behind (its entry in left_terminating)."""
+        return (f"still terminating after skip_wait_for_delete_timeout ({self.skip_after} s), "
+                f"left as kubectl drain leaves it" + (f": {pod.held}" if pod.held else ""))
+
+    def left_warning(self, node: str, left: List[Dict[str, Any]]) -> str:
+        """The console's line for the pods let go still terminating."""
+        names = group([(f"{p['namespace']}/{p['name']}", p["reason"]) for p in left])
+        return (f"node {node}: {len(left)} pod(s) still terminating were left behind after "
+                f"skip_wait_for_delete_timeout ({self.skip_after} s): {names}")
 
     def current_order(self) -> Optional[int]:
         """The order batch being drained: the lowest of the pods still to go (those waited for
@@ -214,10 +248,8 @@ class Tracker:
         if outcome.kind == FATAL:
             self.fatal.append(outcome.message)
             self.fatal_pods.append((key, outcome.message))
-        elif outcome.kind == EVACUATING:  # asked again at a slower pace: the owner is at work
-            pod.next_attempt = now + max(EVACUATION_RETRY, self.retry_delay)
-        else:
-            pod.next_attempt = now + self.retry_delay
+        else:  # an evacuation is asked again at a slower pace: the owner is at work
+            pod.next_attempt = now + self.retry_interval(outcome.kind)
             if outcome.kind == REFUSED and pod.first_refusal is None:
                 pod.first_refusal = now
                 pod.refusal = outcome.message
@@ -229,7 +261,7 @@ class Tracker:
                 if is_gone(p.plan.uid, objects.get(p.key), epoch_now, self.skip_after, p.action == COMPLETE)]
         for pod in gone:
             current = objects.get(pod.key)
-            # still there, same pod: let go by skip_wait_for_delete_timeout, as kubectl does
+            # still there, same pod: let go after skip_after, as kubectl does
             pod.left_terminating = (current is not None and current.get("metadata", {}).get("uid") == pod.plan.uid
                                     and not (pod.action == COMPLETE and is_finished(current)))
             if pod.held_since is not None:
@@ -256,7 +288,7 @@ class Tracker:
         return self.last_error
 
     def left(self) -> List[PendingPod]:
-        """The pods let go by skip_wait_for_delete_timeout while still terminating."""
+        """The pods let go while still terminating (skip_after)."""
         return sorted((p for p in self.done if p.left_terminating), key=lambda p: p.key)
 
     def blocked(self, now: float, epoch_now: float) -> List[Dict[str, Any]]:

@@ -209,7 +209,7 @@ class Snapshot:
     budgets: budgets.Budgets
     requested: Dict[str, Dict[str, int]] = field(default_factory=dict)
     reader: Optional[Callable[[str], List[Obj]]] = None
-    parallelism: int = 16
+    workers: int = 16  # reads at a time (the pre-flight's requests_at_once)
     read_limit: int = 0  # candidate nodes whose pods may still be read (0: nodes_to_read)
     reads: List[str] = field(default_factory=list)  # the candidate nodes read, in order
     how: str = "given"  # "per node" or "whole list"
@@ -217,7 +217,7 @@ class Snapshot:
     _rooms: Optional[List[NodeRoom]] = None
 
     @classmethod
-    def read(cls, client: Client, judged: Iterable[str], parallelism: int = 16) -> Snapshot:
+    def read(cls, client: Client, judged: Iterable[str], workers: int = 16) -> Snapshot:
         names = list(dict.fromkeys(judged))
 
         def list_nodes() -> Dict[str, Obj]:
@@ -241,7 +241,7 @@ class Snapshot:
                 return None
             return slim_node(node) if node else None
 
-        pool = ThreadPoolExecutor(max_workers=max(1, min(parallelism, len(names))), thread_name_prefix="nmo-read")
+        pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(names))), thread_name_prefix="nmo-read")
         with pool:
             node_pages: Optional[NodePages] = NodePages(node_page)
             if len(names) == 1 or (len(names) <= FEW and not whole_list_is_cheaper(len(names), count_nodes(client))):
@@ -268,7 +268,7 @@ class Snapshot:
                 by_node = dict(zip(wanted, pool.map(pods_of, wanted)))
         pdbs = list(items(client, paths.PDBS))
         return cls(nodes, by_node, CountedBudgets(client, pdbs), requested, None if whole else pods_of,
-                   parallelism, 0, how="whole list" if whole else "per node", node_pages=node_pages)
+                   workers, 0, how="whole list" if whole else "per node", node_pages=node_pages)
 
     @property
     def every_node_listed(self) -> bool:
@@ -337,7 +337,7 @@ class Snapshot:
         if not rooms or self.reader is None:
             return
         reader = self.reader
-        with ThreadPoolExecutor(max_workers=min(self.parallelism, len(rooms)), thread_name_prefix="nmo-room") as pool:
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(rooms)), thread_name_prefix="nmo-room") as pool:
             sums = list(pool.map(lambda r: requests_of(reader(r.name)), rooms))
         for room, total in zip(rooms, sums):
             room.requested, room.known = total, True

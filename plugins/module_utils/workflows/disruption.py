@@ -96,7 +96,7 @@ class Request:
         topology_budgets.validate_names(self.slot_prefix, self.parsed_budgets)
         validation.seconds(self.timeout, "timeout")
         validation.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS)
-        validation.label_selector(self.etcd.pod_selector, "etcd_pod_selector")
+        validation.label_selector(self.etcd.member_selector, "etcd_pod_selector")
         validation.namespace(self.etcd.pod_namespace, "etcd_pod_namespace")
         validation.namespace(self.etcd.guard_namespace, "etcd_guard_namespace")
         validation.namespace(self.namespace, "namespace")

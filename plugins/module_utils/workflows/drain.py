@@ -6,8 +6,9 @@ come back to the one thread that owns the bookkeeping (``drain_run.py``). A sing
 watch on the node's pods, started from the list's resourceVersion so nothing is missed,
 says when each pod is gone: deleted, or replaced by a pod of the same name and another
 UID. A PodDisruptionBudget's refusal (429) keeps the pod pending; it is retried on the
-waiter's tick, never bypassed unless ``delete_fallback_after`` says so. The drain returns
-when the pods are gone, not when their evictions were accepted.
+waiter's tick, never bypassed unless the drain's fallback to a deletion says so
+(model/tracking.py). The drain returns when the pods are gone, not when their evictions
+were accepted.
 
 This file is the drain's call, in its phases: what it finds before the first eviction
 (``look``), what it refuses or plans (``planned``), then the dry run's verdicts
@@ -42,7 +43,7 @@ from ..stores.node_conditions import drain_started
 from ..stores.nodes import read_node
 from ..stores.preflight_reads import namespace_labels
 from .drain_options import DrainOptions
-from .drain_result import check_plan, left_warning, outcome_lists, rule_result
+from .drain_result import check_plan, outcome_lists, rule_result
 from .drain_run import DrainRun
 
 FINISH_BUDGET = 15.0  # seconds after the drain's timeout for its last status write and event
@@ -152,7 +153,7 @@ def run_result(client: Client, opts: DrainOptions, found: Found, result: Dict[st
     """The result of a drain that ran: the pods by what became of them, what is still
     pending or blocked, the requests and status writes it took."""
     tracker = drained.tracker
-    result.update(outcome_lists(tracker, opts))
+    result.update(outcome_lists(tracker))
     result.update(
         changed=drained.status.writes > 0 or any(p.attempts for p in tracker.done + list(tracker.pending.values())),
         pending=tracker.pending_summary(),
@@ -166,7 +167,7 @@ def run_result(client: Client, opts: DrainOptions, found: Found, result: Dict[st
     )
     result["returned"] = drained.returning.returned_pods
     if result["left_terminating"]:
-        result["warnings"].append(left_warning(opts.node, result["left_terminating"], opts))
+        result["warnings"].append(tracker.left_warning(opts.node, result["left_terminating"]))
     if drained.kubevirt is not None:
         result.update(migrations=drained.kubevirt.status(), migrations_created=drained.kubevirt.created)
     return result

@@ -8,12 +8,8 @@ from typing import Any, Dict, Optional
 
 from ..model import drain_rules, validation
 from ..model.drain_spec import Drain
-from ..model.kubevirt import MODES as KUBEVIRT_MODES
 from ..model.pod_filters import SelectionOptions
 from . import run
-
-MAX_PARALLELISM = 500
-MAX_RETURNING_EVICTIONS = 100
 
 
 @dataclass(frozen=True)
@@ -33,28 +29,15 @@ class DrainOptions(Drain):
         return SelectionOptions.of(self, now)
 
     def validate(self) -> None:
-        """Every option, before any request; one error that lists every problem."""
+        """Every option, before any request; one error that lists every problem (the drain
+        options' checks are the spec's, drain_spec.Drain.checks)."""
         v = validation
-        checks = [lambda: v.node_name(self.node),
-                  lambda: v.positive_seconds(self.timeout, "timeout"),
-                  lambda: v.number(self.parallelism, "parallelism", 1, MAX_PARALLELISM, "requests", integer=True),
-                  lambda: v.seconds(self.retry_delay, "retry_delay", 0.1, 3600),
-                  lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
-                                   v.MAX_WAIT_SECONDS, "seconds", integer=True),
-                  lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                  lambda: v.one_of(self.kubevirt, "kubevirt", KUBEVIRT_MODES),
-                  lambda: v.number(self.returning_pod_evictions, "returning_pod_evictions", 0,
-                                   MAX_RETURNING_EVICTIONS, "evictions", integer=True),
-                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES),
-                  lambda: drain_rules.parse_rules(self.rules)]
+        checks = [lambda: v.node_name(self.node), *self.checks(),
+                  lambda: drain_rules.parse_rules(self.rules),
+                  lambda: v.one_of(self.held_leases, "held_leases", run.HELD_CHOICES)]
         if self.maintenance is not None:
             checks.append(lambda: v.dns_subdomain(self.maintenance, "maintenance", "NodeMaintenance name"))
-        if self.grace_period is not None:  # unset: each pod's own
-            checks.append(lambda: v.number(self.grace_period, "grace_period", 0, v.MAX_WAIT_SECONDS, "seconds",
-                                           integer=True))
-        if self.delete_fallback_after is not None:
-            checks.append(lambda: v.seconds(self.delete_fallback_after, "delete_fallback_after"))
         if self.run_id:
             checks.append(lambda: run.validate_id(self.run_id))
         v.problems(*checks)
-        self.selection()  # a malformed pod_selector raises here, before any request
+        self.selection()  # the selection is made once here: what it parses fails before any request

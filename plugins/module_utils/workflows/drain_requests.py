@@ -51,8 +51,8 @@ class DrainRequests:
         self.queue: queue.Queue[Tuple[str, Outcome]] = queue.Queue()
         self.pool: Optional[ThreadPoolExecutor] = None
 
-    def open(self, parallelism: int) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="nmo-drain")
+    def open(self, workers: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nmo-drain")
 
     def submit(self, plan: PodPlan, action: str) -> None:
         if self.pool is None:

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional
 
 from ..api.client import Client
 from ..model.pod_filters import COMPLETE, DELETE, EVICT, WAIT, PodPlan
-from ..model.tracking import PendingPod, Tracker, group
+from ..model.tracking import PendingPod, Tracker
 from . import dry_run
 from .drain_options import DrainOptions
 
@@ -16,19 +16,7 @@ def brief(pod: PendingPod, reason: Optional[str] = None) -> Dict[str, Any]:
     return {"namespace": pod.plan.namespace, "name": pod.plan.name, "reason": reason or pod.plan.reason}
 
 
-def left_reason(pod: PendingPod, opts: DrainOptions) -> str:
-    return (f"still terminating after skip_wait_for_delete_timeout ({opts.skip_wait_for_delete_timeout} s), "
-            f"left as kubectl drain leaves it" + (f": {pod.held}" if pod.held else ""))
-
-
-def left_warning(node: str, left: List[Dict[str, Any]], opts: DrainOptions) -> str:
-    """The console's line for the pods let go by skip_wait_for_delete_timeout."""
-    names = group([(f"{p['namespace']}/{p['name']}", p["reason"]) for p in left])
-    return (f"node {node}: {len(left)} pod(s) still terminating were left behind after skip_wait_for_delete_timeout "
-            f"({opts.skip_wait_for_delete_timeout} s): {names}")
-
-
-def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[str, Any]]]:
+def outcome_lists(tracker: Tracker) -> Dict[str, List[Dict[str, Any]]]:
     """evicted / deleted: our request was accepted; gone: it left without one (already
     terminating, or removed by someone else meanwhile)."""
     out: Dict[str, List[Dict[str, Any]]] = {"evicted": [], "deleted": [], "gone": [], "completed": [],
@@ -38,7 +26,7 @@ def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[s
             out["surged"].append({**brief(pod, f"Deployment {pod.surged} restarted (surge): its new pod was made "
                                                "elsewhere before this one went"), "deployment": pod.surged})
         if pod.left_terminating:
-            out["left_terminating"].append(brief(pod, left_reason(pod, opts)))
+            out["left_terminating"].append(brief(pod, tracker.left_reason(pod)))
         elif pod.action == COMPLETE:
             out["completed"].append(brief(pod))
         elif not pod.accepted:
@@ -46,8 +34,7 @@ def outcome_lists(tracker: Tracker, opts: DrainOptions) -> Dict[str, List[Dict[s
         elif pod.action == EVICT:
             out["evicted"].append(brief(pod))
         else:
-            reason = (f"refused by its PodDisruptionBudget for {opts.delete_fallback_after:g} s (delete_fallback_after)"
-                      if pod.fallback else None)
+            reason = f"refused by its PodDisruptionBudget {tracker.fallback_for()}" if pod.fallback else None
             out["deleted"].append(brief(pod, reason))
     return out
 
@@ -57,7 +44,7 @@ def check_plan(client: Client, opts: DrainOptions, acting: List[PodPlan]) -> Dic
     it go now (a server-side dry-run eviction, nothing written), as a diff of the pods on the
     node before and after."""
     evicting = [p for p in acting if p.action == EVICT and not p.blocked]
-    answers = dry_run.dry_run_all(client, evicting, opts.parallelism)
+    answers = dry_run.dry_run_all(client, evicting, opts.requests_at_once(len(evicting)))
     plan = {}
     for p in acting:
         if p.action == EVICT and p.blocked:

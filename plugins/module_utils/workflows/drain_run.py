@@ -27,7 +27,6 @@ from ..model import drain_rules
 from ..model.pod_filters import COMPLETE, DELETE, EVICT, SKIP, WAIT, PodPlan, SelectionOptions
 from ..model.tracking import (
     EVACUATING,
-    EVACUATION_RETRY,
     FATAL,
     REFUSED,
     Outcome,
@@ -61,8 +60,7 @@ class DrainRun:
         self.opts = opts
         self.plans = plans
         self.blocker = ""  # what kept the drain from finishing, when it ran out of time (model/blocked.py)
-        self.tracker = Tracker.of(plans, retry_delay=opts.retry_delay, fallback_after=opts.delete_fallback_after,
-                                  skip_after=opts.skip_wait_for_delete_timeout)
+        self.tracker = Tracker.for_drain(plans, opts)
         held = next((p.last_error for p in self.tracker.pending.values() if p.blocked or p.action == COMPLETE), "")
         self.tracker.note(held)  # a do-not-disrupt pod, or one waited for, says so from the start
         self.batches = OrderBatches(self.tracker)
@@ -76,7 +74,7 @@ class DrainRun:
         self.returning = ReturningPods(client, opts, self.tracker, selection or opts.selection(), self.watch,
                                        self.events.record, listing, plans)
         self.run_guard = run.guard_for(client, opts.run_id, node=opts.node, held=opts.held_leases)
-        self.fallen_back: Set[str] = set()  # the pods whose delete_fallback_after was announced
+        self.fallen_back: Set[str] = set()  # the pods whose deletion despite their budget was announced
         status = (nm or {}).get("status") or {}
         self.total, self.eviction_pods = initial_counts(status, len(self.tracker.pending), len(listing["items"]))
         self.kubevirt: Optional[migrations.Migrations] = None
@@ -110,7 +108,8 @@ class DrainRun:
         if outcome.kind == FATAL:
             return outcome.message
         why = f" {pod.budget_note}." if pod.budget_note else ""
-        return f"{outcome.message}{why} Pod {pod.key} stays pending; retried every {self.opts.retry_delay:g} s."
+        return (f"{outcome.message}{why} Pod {pod.key} stays pending; retried every "
+                f"{self.tracker.retry_interval(outcome.kind):g} s.")
 
     # -- requests and their answers ------------------------------------------------------------
     def submit_due(self) -> None:
@@ -119,8 +118,7 @@ class DrainRun:
             if pod.fallback and pod.key not in self.fallen_back:
                 self.fallen_back.add(pod.key)
                 self.events.record(DRAIN, f"Deleting pod {pod.key} although its PodDisruptionBudget refuses the "
-                                          f"eviction: refused for {self.opts.delete_fallback_after:g} s "
-                                          "(delete_fallback_after)", pod.key, "Warning")
+                                          f"eviction: refused {self.tracker.fallback_for()}", pod.key, "Warning")
             self.requests.submit(pod.plan, pod.action)
 
     def take_answers(self, with_events: bool = True) -> None:
@@ -145,7 +143,7 @@ class DrainRun:
             self.events.record(DRAIN_ERROR, self.refusal_event(pod, outcome), key)
         if outcome.kind == EVACUATING:
             self.events.record(DRAIN, f"{outcome.message}. Asked again every "
-                                      f"{max(EVACUATION_RETRY, self.opts.retry_delay):g} s until it is gone", key)
+                                      f"{self.tracker.retry_interval(EVACUATING):g} s until it is gone", key)
 
     # -- the wait ------------------------------------------------------------------------------
     def check(self) -> Optional[bool]:
@@ -220,7 +218,7 @@ class DrainRun:
 
     def evict_and_wait(self) -> str:
         """The requests and the wait until the pods are gone; the error that stopped them, or ""."""
-        self.requests.open(self.opts.parallelism)
+        self.requests.open(self.opts.requests_at_once())  # pods may come back: not bounded by today's
         self.watch.waitable.start()
         pending = self.tracker.describe_pending
         try:

@@ -44,10 +44,11 @@ def dry_run_eviction(client: Client, plan: PodPlan) -> DryRun:
         return DryRun(FAILED, exc.status, exc.server_message or exc.message)
 
 
-def dry_run_all(client: Client, plans: List[PodPlan], parallelism: int) -> Dict[str, DryRun]:
+def dry_run_all(client: Client, plans: List[PodPlan], workers: int) -> Dict[str, DryRun]:
+    """The plans' dry runs, ``workers`` at a time (the options' requests_at_once)."""
     if not plans:
         return {}
-    with ThreadPoolExecutor(max_workers=min(parallelism, len(plans)), thread_name_prefix="nmo-preflight") as pool:
+    with ThreadPoolExecutor(max_workers=min(workers, len(plans)), thread_name_prefix="nmo-preflight") as pool:
         answers = pool.map(lambda p: dry_run_eviction(client, p), plans)
         return {p.key: a for p, a in zip(plans, answers)}
 

@@ -165,7 +165,7 @@ def no_etcd_verdict(guard_namespace: str, selector: str, namespace: str) -> Verd
 @dataclass
 class Options:
     flavour: str = "auto"
-    pod_selector: str = KUBEADM_SELECTOR
+    member_selector: str = KUBEADM_SELECTOR  # the etcd members' pods (the module option etcd_pod_selector)
     pod_namespace: str = KUBEADM_NAMESPACE
     guard_namespace: str = OPENSHIFT_NAMESPACE
 
@@ -180,7 +180,7 @@ def detect(client: Client, options: Options) -> str:
         return options.flavour
     if client.get_or_none(paths.namespace(options.guard_namespace)) is not None:
         return "openshift"
-    pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector, "limit": 1})
+    pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.member_selector, "limit": 1})
     return "kubeadm" if pods.get("items") else "none"
 
 
@@ -189,7 +189,7 @@ def watched_paths(flavour: str, options: Options) -> List[tuple]:
     if flavour == "openshift":
         return [(pdbs_path(options.guard_namespace), {}), (pods_path(options.guard_namespace), {})]
     if flavour == "kubeadm":
-        return [(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector})]
+        return [(pods_path(options.pod_namespace), {"labelSelector": options.member_selector})]
     return []
 
 
@@ -206,14 +206,14 @@ def disrupted_nodes(client: Client, names: Iterable[str], about_to_go: Set[str])
 def verdict(client: Client, node: str, flavour: str, options: Options, about_to_go: Set[str]) -> Verdict:
     """Read what the flavour needs and decide."""
     if flavour == "none":
-        return no_etcd_verdict(options.guard_namespace, options.pod_selector, options.pod_namespace)
+        return no_etcd_verdict(options.guard_namespace, options.member_selector, options.pod_namespace)
     if flavour == "openshift":
         pdbs = client.get(pdbs_path(options.guard_namespace)).get("items", [])
         pods = client.get(pods_path(options.guard_namespace)).get("items", [])
         disrupted = disrupted_nodes(client, {pod_node(p) for p in pods} - {node, ""}, about_to_go)
         return openshift_verdict(node, pdbs, pods, disrupted, options.guard_namespace)
-    pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.pod_selector}).get("items", [])
+    pods = client.get(pods_path(options.pod_namespace), {"labelSelector": options.member_selector}).get("items", [])
     if not pods and options.flavour == "auto":
-        return no_etcd_verdict(options.guard_namespace, options.pod_selector, options.pod_namespace)
+        return no_etcd_verdict(options.guard_namespace, options.member_selector, options.pod_namespace)
     disrupted = disrupted_nodes(client, {pod_node(p) for p in pods} - {node, ""}, about_to_go)
     return kubeadm_verdict(node, pods, disrupted)

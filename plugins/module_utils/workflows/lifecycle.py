@@ -66,7 +66,7 @@ class Options:
     held_leases: Optional[str] = run.HELD_NONE
     # the begin: a node without its kubelet (NotReady, unreachable) is refused before any write,
     # as the pre-flight refuses it: its drain would wait for evictions nobody carries out (the
-    # role sets it unless the drain's skip_wait_for_delete_timeout lets the drain go on)
+    # role sets it unless the drain lets terminating pods go: pod_filters.lets_terminating_go)
     refuse_not_ready: bool = False
     # the begin: MaintenanceInProgress on the Node where the API server knows the node lifecycle
     # conditions (docs/design.md §4.11); the end and the rollback remove ours whatever this says

@@ -17,8 +17,8 @@ names made from it (its NodeMaintenance, ``maintenance_names`` honoured, and its
 lease) must be valid names, a control-plane node must pass the etcd quorum guard (one that
 can never pass it, such as the only etcd member, is a no-go; one that must wait for another
 member a warning), and the node must be Ready (a NotReady or unreachable node has no kubelet
-to finish the evictions; a warning only when ``skip_wait_for_delete_timeout`` lets the
-drain go on without it).
+to finish the evictions; a warning only when the drain lets terminating pods go, and so
+goes on without it: pod_filters.lets_terminating_go).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..api.client import Client
 from ..errors import ApiError, InputError
 from ..model import budgets, drain_rules, kubevirt, leases, returning, stuck_pods, surge, validation
-from ..model.drain_spec import Selection
-from ..model.marks import is_control_plane, not_ready, not_ready_refusal, refuses_not_ready
+from ..model.drain_spec import PodSelection, Selection
+from ..model.marks import is_control_plane, not_ready, not_ready_refusal
 from ..model.placement import Placement, place, show_requests, static_misfit, unjudged
 from ..model.pod_filters import (
     COMPLETE,
@@ -46,6 +46,8 @@ from ..model.pod_filters import (
     classify,
     controller_of,
     is_finished,
+    lets_terminating_go,
+    letting_go,
 )
 from ..stores import kubevirt as kubevirt_preflight
 from ..stores import maintenance, workloads
@@ -75,7 +77,7 @@ class PreflightOptions(Selection):
     def from_params(cls, params: Dict[str, Any]) -> PreflightOptions:
         names = [f for f in cls.__dataclass_fields__ if f not in ("nodes", "etcd") and params.get(f) is not None]
         etcd = etcd_guard.Options(*(params.get(k) or getattr(etcd_guard.Options(), a) for k, a in (
-            ("etcd_guard", "flavour"), ("etcd_pod_selector", "pod_selector"), ("etcd_pod_namespace", "pod_namespace"),
+            ("etcd_guard", "flavour"), ("etcd_pod_selector", "member_selector"), ("etcd_pod_namespace", "pod_namespace"),
             ("etcd_guard_namespace", "guard_namespace"))))
         given = {f: params[f] for f in names}
         if "maintenance_names" in given:  # the role passes "" for a node with the default name
@@ -97,14 +99,10 @@ class PreflightOptions(Selection):
             problems.append("nodes lists a node twice: " + ", ".join(twice))
         try:
             v.problems(lambda: v.number(self.concurrency, "concurrency", 1, v.MAX_CONCURRENCY, "nodes", integer=True),
-                       lambda: v.number(self.parallelism, "parallelism", 1, 500, "requests", integer=True),
-                       lambda: v.number(self.skip_wait_for_delete_timeout, "skip_wait_for_delete_timeout", 0,
-                                        v.MAX_WAIT_SECONDS, "seconds", integer=True),
-                       lambda: v.label_selector(self.pod_selector or "", "pod_selector"),
-                       lambda: v.one_of(self.kubevirt, "kubevirt", kubevirt.MODES),
+                       *self.checks(),  # the drain options' own (drain_spec.Selection.checks)
                        lambda: drain_rules.parse_rules(self.rules),
                        lambda: v.one_of(self.etcd.flavour, "etcd_guard", etcd_guard.FLAVOURS),
-                       lambda: v.label_selector(self.etcd.pod_selector, "etcd_pod_selector"),
+                       lambda: v.label_selector(self.etcd.member_selector, "etcd_pod_selector"),
                        lambda: v.namespace(self.etcd.pod_namespace, "etcd_pod_namespace"),
                        lambda: v.namespace(self.etcd.guard_namespace, "etcd_guard_namespace"),
                        *[lambda n=n, name=name: v.dns_subdomain(name, f"maintenance_names[{n}]", "NodeMaintenance name")
@@ -113,7 +111,7 @@ class PreflightOptions(Selection):
             problems.append(exc.message)
         if problems:
             raise InputError("; ".join(problems))
-        self.selection()  # a malformed pod_selector raises here, before any request
+        self.selection()  # the selection is made once here: what it parses fails before any request
 
 
 # -- one node's report -------------------------------------------------------------------------
@@ -207,15 +205,14 @@ def judge_names(report: NodeReport, maintenance_name: Optional[str]) -> None:
             report.refuse(f"{what} cannot be made: {exc.message} (the begin refuses it before any write)")
 
 
-def judge_readiness(report: NodeReport, node: Obj, skip_wait: int) -> None:
+def judge_readiness(report: NodeReport, node: Obj, opts: PodSelection) -> None:
     """A node whose kubelet does not answer: its evicted pods are never deleted by it."""
     state = not_ready(node)
     if state is None:
         return
-    if not refuses_not_ready(skip_wait):
+    if lets_terminating_go(opts):
         report.warnings.append(f"node {report.node} is {state}: evictions there wait for a kubelet that is not "
-                               f"there to stop the pods; the drain stops waiting for each after "
-                               f"skip_wait_for_delete_timeout ({skip_wait} s)")
+                               f"there to stop the pods; the drain stops waiting for each after {letting_go(opts)}")
     else:
         report.refuse(not_ready_refusal(report.node, state))
 
@@ -284,7 +281,8 @@ def judge_returning(report: NodeReport, pods: Dict[str, Obj]) -> None:
     """A no-go for each workload whose replacements the scheduler would put back on the node:
     its pods tolerate both maintenance taints, so the cordon does not keep them off, and the
     drained node, the emptiest, draws them. The drain would evict them again a few times
-    (returning_pod_evictions) and then fail: not a drain that finishes by itself."""
+    (its bound on returning pods, model/returning.py) and then fail: not a drain that finishes
+    by itself."""
     by_workload: Dict[str, List[str]] = {}
     why: Dict[str, str] = {}
     for plan in report.plans:
@@ -452,7 +450,7 @@ def table(reports: List[NodeReport]) -> List[str]:
 def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
     started, first_request = time.monotonic(), client.requests
     opts.validate()
-    snapshot = Snapshot.read(client, opts.nodes, opts.parallelism)
+    snapshot = Snapshot.read(client, opts.nodes, opts.requests_at_once())
     selection = opts.selection(time.time())
     if selection.needs_namespaces():  # a rule's namespace_selector: one read of each namespace of the judged pods
         selection = replace(selection, namespace_labels=namespace_labels(
@@ -472,7 +470,7 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
                 report.refuse(f"not found in cluster: {exc.message}")
             continue
         judge_names(report, (opts.maintenance_names or {}).get(name))
-        judge_readiness(report, snapshot.nodes[name], opts.skip_wait_for_delete_timeout)
+        judge_readiness(report, snapshot.nodes[name], opts)
         for pod in snapshot.pods_by_node.get(name, []):
             plan = classify(pod, selection)
             report.plans.append(plan)
@@ -482,7 +480,8 @@ def preflight(client: Client, opts: PreflightOptions) -> Dict[str, Any]:
         judge_holds(report, pods, snapshot.nodes[name], time.time())
         judge_returning(report, pods)
     judge_etcd(client, reports, snapshot.nodes, opts)
-    answers = dry_run_all(client, [p for r in reports for p in r.of(EVICT) if not p.blocked], opts.parallelism)
+    evicting = [p for r in reports for p in r.of(EVICT) if not p.blocked]
+    answers = dry_run_all(client, evicting, opts.requests_at_once(len(evicting)))
     vms = kubevirt_preflight.verdicts(client, opts.kubevirt, [pods[k] for k, a in answers.items() if a.answer == REFUSED])
     # a VM's pod is KubeVirt's to move (kubevirt: migrate), never a Deployment's to surge
     surges = surge_verdicts(client, [pods[k] for k, a in answers.items() if a.answer == REFUSED and k not in vms

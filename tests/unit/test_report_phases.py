@@ -249,7 +249,7 @@ def test_the_role_names_its_phases_from_the_one_table():
 def test_the_nodes_last_line_is_one_file_the_three_places_include():
     """The failure path, the settle's rescue and a begin that fails the run say the node's last
     line with last_line.yml; its tasks are in the including phase, so it needs no copy a phase."""
-    assert sorted(f for f, i in role_items() if included(i) == "last_line.yml") == ["begin.yml", "failed.yml", "main.yml"]
+    assert sorted(f for f, i in role_items() if included(i) == "last_line.yml") == ["failed.yml", "main.yml", "not_begun.yml"]
     kept = {f for f, i in role_items() if "node_maintenance_last_line" in (i.get("ansible.builtin.set_fact") or {})}
     grouped = {f for f, i in role_items() if (i.get("ansible.builtin.group_by") or {}).get("key") == "nmo_failed"}
     assert kept == grouped == {"last_line.yml"}

@@ -240,6 +240,10 @@ def test_the_role_names_its_phases_from_the_one_table():
     assert sorted({v for _f, _i, v in named}) == sorted(record.REPORTED)
     assert all(f == "main.yml" for f, _i, _v in named), "the phases are named where the phase files are included"
     writes = {f: i["nmo.maintenance.nmo_progress"]["phase"] for f, i in role_items() if "nmo.maintenance.nmo_progress" in i}
+    # the Ready wait writes its phase itself (nmo_info record_phase)
+    writes.update({f: i["nmo.maintenance.nmo_info"]["record_phase"] for f, i in role_items()
+                   if "record_phase" in (i.get("nmo.maintenance.nmo_info") or {})})
+    assert writes["ready.yml"] == record.READY
     for _f, item, phase in named:
         if included(item) in writes and included(item) != "hooks.yml":
             assert writes[included(item)] == phase, (included(item), phase)

@@ -7,7 +7,9 @@ a string passes it and then fails the include's loop (``The loop value must reso
 at here as given: a list option must be a list (of strings, for paths), a dict option a
 dict, and no scalar option a list or a dict. The checks the argument spec cannot say
 (the shortest lease the heartbeat can keep, the window's format and zone) are here too,
-each message naming the role's variable.
+each message naming the role's variable. So are the checks of the options only later phases
+use: the drain options as nmo_drain checks them (``drain_problems``, what its validate_only
+did for each node before the begin) and the role's own waits (``ROLE_WAITS``).
 
 Pure: the argument spec and the values come in, the problems (and the window's end, parsed)
 go out.
@@ -20,8 +22,14 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from . import specs
 from .errors import InputError
-from .model import blocked, drain_spec, order, pod_filters, renewal, topology_budgets
+from .model import blocked, drain_spec, order, pod_filters, renewal, topology_budgets, validation
+from .model.window import WINDOW_END, kind, window_end
+from .model.window import shown as _shown
+from .workflows.drain_options import DrainOptions
 
 Spec = Dict[str, Dict[str, Any]]
 
@@ -33,7 +41,6 @@ DRAIN = "node_maintenance_drain"
 # option is a key of that dict only)
 DEPRECATED_DRAIN = {**{f"{DRAIN}_{name}": name for name in drain_spec.ROLE_DEPRECATED}, **drain_spec.ROLE_DEPRECATED_OWN}
 REMOVED_IN = "1.0.0"
-WINDOW_END = "node_maintenance_window_end"
 BUDGETS = "node_maintenance_budgets"
 CONTROL_PLANE_CONCURRENCY = "node_maintenance_control_plane_concurrency"
 ORDER, ORDER_KEY = "node_maintenance_order", "node_maintenance_order_key"  # model/order.py
@@ -41,26 +48,7 @@ PREFER_NO_SCHEDULE = "node_maintenance_prefer_no_schedule"
 ON_BLOCKED, MAX_BLOCKED = "node_maintenance_on_blocked", "node_maintenance_max_blocked"  # model/blocked.py
 # what Ansible's boolean() takes, as -e gives it (a string) or YAML does
 BOOLEANS = ("true", "false", "yes", "no", "on", "off", "1", "0", "y", "n", "t", "f")
-# ISO 8601 as the role documents it: a date, 'T', a time to the second (fractions allowed),
-# and a zone, Z or an offset (+01:00, +0100)
-_WINDOW = re.compile(r"^(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2}:\d{2})(\.\d{1,6})?(Z|[+-]\d{2}:?\d{2})?$")
 _SCALARS = ("str", "bool", "int", "float", "path", "raw")
-
-
-def kind(value: Any) -> str:
-    """What an operator calls the type of a value given in YAML or JSON."""
-    for cls, name in ((bool, "a boolean"), (str, "a string"), (dict, "a dict"), (list, "a list"), (tuple, "a list"),
-                      (int, "a number"), (float, "a number")):
-        if isinstance(value, cls):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-def _shown(value: Any, option: Optional[Dict[str, Any]] = None) -> str:
-    if (option or {}).get("no_log"):
-        return "hidden: no_log"  # a webhook URL, a password: never in a message
-    text = repr(value)
-    return text if len(text) <= 60 else text[:50] + "...'"
 
 
 def path_list_hint(value: str) -> str:
@@ -111,31 +99,6 @@ def shape_problems(spec: Spec, values: Dict[str, Any]) -> List[str]:
 def _article(wanted: str) -> str:
     return {"str": "a string", "path": "a string (a file path)", "bool": "a boolean (true or false)",
             "int": "a whole number", "float": "a number"}.get(wanted, wanted)
-
-
-def window_end(value: Any, option: str = WINDOW_END) -> Optional[datetime]:
-    """The window's end as an aware datetime; None when unset (''). InputError naming the
-    option when it is not ISO 8601 with a zone: a time without one would be read in the
-    controller's zone, which the operator who wrote it may not share."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InputError(f"{option}: {kind(value)} was given ({_shown(value)}), a date and time is "
-                         "needed, as 2026-11-29T18:00:00+01:00")
-    match = _WINDOW.match(value.strip())
-    if not match:
-        raise InputError(f"{option}: {_shown(value)} is not a date and time in ISO 8601: give it as "
-                         "2026-11-29T18:00:00+01:00 (or ...Z for UTC)")
-    day, clock, fraction, zone = match.groups()
-    if zone is None:
-        raise InputError(f"{option}: {_shown(value)} has no time zone: add Z (UTC) or the offset of "
-                         f"the window's zone, as {day}T{clock}+01:00")
-    if zone != "Z" and ":" not in zone:
-        zone = zone[:3] + ":" + zone[3:]
-    try:
-        return datetime.fromisoformat(f"{day}T{clock}{fraction or ''}{'+00:00' if zone == 'Z' else zone}")
-    except ValueError as exc:
-        raise InputError(f"{option}: {_shown(value)} is not a valid date and time ({exc})") from None
 
 
 def lease_duration(value: Any, option: str = LEASE_DURATION) -> None:
@@ -200,6 +163,62 @@ def wait_seconds(value: Any, option: str) -> None:
         raise InputError(f"{option}: {_shown(value)} must be between 0 (no wait) and {MAX_WAIT} seconds (a week)")
 
 
+# What the role hands nmo_drain beside the drain dict (drain.yml): the progress interval, and
+# the volume wait (one of WAITS, whose bounds are the drain's own, validation.seconds)
+PROGRESS_INTERVAL = "node_maintenance_progress_interval"
+# nmo_drain's argument spec for the drain dict and the progress interval (its drain and
+# progress_interval options), each under the role's variable, so Ansible's own conversion
+# messages name it
+_DRAIN_TASK_SPEC: Spec = {DRAIN: {"type": "dict", "options": drain_spec.DRAIN},
+                          PROGRESS_INTERVAL: {"type": "float", "default": 10}}
+# The drain options are checked for a node of a valid name: the node is not a drain option, and
+# its name is checked by the look and the begin (before their first write)
+_ANY_NODE = "node"
+# The role's own waits (ready.yml, gate.yml): seconds, 0 to a week; a negative one would end at once
+ROLE_WAITS = ("node_maintenance_ready_timeout", "node_maintenance_gate_timeout", "node_maintenance_gate_delay")
+
+
+def drain_problems(merged: Dict[str, Any], values: Dict[str, Any]) -> List[str]:
+    """What nmo_drain would refuse in what drain.yml hands it (the drain dict ``merged``, the
+    progress interval), checked as the module's validate_only does: its argument spec (types,
+    choices, each drain option's default), then the progress interval's bounds and
+    ``DrainOptions``' validation. Each problem names the role's variable. (The volume wait
+    is one of WAITS, checked with the same bounds as the drain's.)"""
+    given: Dict[str, Any] = {DRAIN: merged}
+    if values.get(PROGRESS_INTERVAL) is not None:
+        given[PROGRESS_INTERVAL] = values[PROGRESS_INTERVAL]
+    converted = ArgumentSpecValidator(_DRAIN_TASK_SPEC).validate(given)
+    if converted.error_messages:
+        return list(converted.error_messages)
+    params = converted.validated_parameters
+    found: List[str] = []
+    try:
+        validation.seconds(params[PROGRESS_INTERVAL], PROGRESS_INTERVAL)
+    except InputError as exc:
+        found.append(exc.message)
+    task, _warnings = specs.drain_params({"drain": params[DRAIN], "node": _ANY_NODE})
+    try:
+        DrainOptions.from_params(task).validate()
+    except InputError as exc:
+        found.append(f"{DRAIN}: {exc.message}")
+    return found
+
+
+def role_wait(value: Any, option: str) -> None:
+    """One of the role's own waits: 0 to a week, as given (-e gives a string). Not a number: the
+    argument spec says so (it is an int there)."""
+    number: Any = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return
+    if isinstance(number, bool) or not isinstance(number, (int, float)):
+        return
+    if not 0 <= number <= MAX_WAIT:  # nan too
+        raise InputError(f"{option}: {value} must be between 0 and {MAX_WAIT} seconds (a week)")
+
+
 def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) -> Tuple[List[str], Dict[str, Any]]:
     """(problems, facts): every problem of the role's inputs; facts for the role's later
     tasks (the window's end as a UTC timestamp, and how long ago it was when in the past;
@@ -207,6 +226,7 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     refuses a node that is not Ready, ``refuse_not_ready``; the deprecated variables given,
     ``deprecations``)."""
     problems = shape_problems(spec, values)
+    shapes = list(problems)
     facts: Dict[str, Any] = {}
     if DRAIN in values and isinstance(values[DRAIN] or {}, dict):
         facts["drain"], deprecations = drain(values)
@@ -217,6 +237,14 @@ def check(spec: Spec, values: Dict[str, Any], now: Optional[datetime] = None) ->
     for option in WAITS:
         try:
             wait_seconds(values.get(option), option)
+        except InputError as exc:
+            problems.append(exc.message)
+    # the drain options as the drain will check them; a value whose shape is wrong is said once, above
+    if "drain" in facts and not any(p.startswith((DRAIN, PROGRESS_INTERVAL)) for p in shapes):
+        problems += drain_problems(facts["drain"], values)
+    for option in ROLE_WAITS:
+        try:
+            role_wait(values.get(option), option)
         except InputError as exc:
             problems.append(exc.message)
     if LEASE_DURATION in values:

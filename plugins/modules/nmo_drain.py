@@ -93,9 +93,10 @@ options:
     choices: [none, slot, all]
   validate_only:
     description:
-      - Only check the options, with no request to the API server, and return. The role does
-        this before a node is touched, so a bad drain option stops it with nothing written
-        rather than after the node was cordoned.
+      - Only check the options, with no request to the API server, and return, so a bad drain
+        option stops a node with nothing written rather than after it was cordoned. The role
+        checks its drain options the same way (the same code) in its input check, before any
+        node is touched.
     type: bool
     default: false
   operator:

@@ -19,7 +19,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    description: Read-only; the same in check mode.
+    description:
+      - Read-only, the same in check mode; but for O(record_phase), whose write is not made (the
+        record is returned as it would be).
   diff_mode:
     support: none
     description: Changes nothing, so there is nothing to show.
@@ -68,7 +70,7 @@ options:
   run_id:
     description:
       - With O(wait_ready) and O(held_leases), the playbook run (M(nmo.maintenance.nmo_run)) whose
-        leases for the node are checked.
+        leases for the node are checked; with O(record_phase), the run the phase is part of.
     type: str
   held_leases:
     description:
@@ -78,9 +80,19 @@ options:
         (in the list of leases the report reads anyway). One that lapsed, was deleted or is
         someone else's now fails the task (C(the node lease of X lapsed at T (renewal late by
         N s)), another run may hold the node); one renewed late is a warning.
+      - Omitted, V(none); with O(record_phase), the leases the node's progress record says the
+        run holds (its C(held), as just written; V(none) when the node has no record).
     type: str
     choices: [none, slot, all]
-    default: none
+  record_phase:
+    description:
+      - With O(wait_ready), first say in the node's progress record that this phase starts, as
+        M(nmo.maintenance.nmo_progress) with O(nmo.maintenance.nmo_progress#module:phase) does (the
+        same write, one request for a record of this run), then wait. A node without a
+        C(NodeMaintenance) has no record, and nothing is written. The write is the run's
+        bookkeeping, not a change to the node, so the result does not say C(changed) for it.
+    type: str
+    choices: [ready]
 """
 
 EXAMPLES = r"""
@@ -97,6 +109,15 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+record:
+  description:
+    - With O(record_phase), the node's progress record after the write (as
+      M(nmo.maintenance.nmo_progress) returns it); empty when the node has no C(NodeMaintenance).
+  returned: with record_phase
+  type: dict
+  sample: {run: 20261203-150102-a1b2c3, phase: ready, reached: [maintenance, lease, taints, cordon], held: all,
+           places: [nmo-maintenance-slot-0, node-node-worker-01], waited: 0.0, failure: "", failedPhase: "",
+           failedRun: "", requests: {}}
 waited:
   description: With O(wait_ready), the seconds spent waiting for the node to be Ready.
   returned: with wait_ready
@@ -208,17 +229,28 @@ import time
 
 from ansible_collections.nmo.maintenance.plugins.module_utils.adapter import run
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
-from ansible_collections.nmo.maintenance.plugins.module_utils.model import rollout_record
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import record as record_model
+from ansible_collections.nmo.maintenance.plugins.module_utils.model import rollout_record, validation
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
+from ansible_collections.nmo.maintenance.plugins.module_utils.stores import record as records
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.leases import list_leases
 from ansible_collections.nmo.maintenance.plugins.module_utils.stores.node_ready import wait_ready
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, in_maintenance, leases_of, missing
 
 
+def phase_started(client, params):
+    """The node's progress record once the phase O(record_phase) started (nmo_progress's write,
+    stores/record.py ``started``), as its wire dict; ``{}`` without a record."""
+    _nm, now = records.started(client, params["node"], params["record_phase"], params["run_id"] or "")
+    return now.wire() if now is not None else {}
+
+
 def core(client, params):
-    waited, node_read, seen = None, None, None
+    waited, node_read, seen, record = None, None, None, None
     guard = runs.NoGuard()
+    if params["record_phase"] and not params["wait_ready"]:
+        raise InputError("record_phase needs wait_ready: it says in the record that the wait starts")
     if params["wait_ready"]:
         if not params["node"]:
             raise InputError("wait_ready needs node: it waits for one node")
@@ -226,7 +258,12 @@ def core(client, params):
             raise InputError(f"ready_timeout must be 0 or more seconds, got {params['ready_timeout']}")
         if params["run_id"]:
             runs.validate_id(params["run_id"])
-        guard = runs.guard_for(client, params["run_id"], node=params["node"], held=params["held_leases"])
+        held = params["held_leases"]
+        if params["record_phase"]:
+            validation.node_name(params["node"])  # before the write's request, as nmo_progress checks it
+            record = phase_started(client, params)
+            held = held or record.get("held") or runs.HELD_NONE  # the leases the record says the begin took
+        guard = runs.guard_for(client, params["run_id"], node=params["node"], held=held or runs.HELD_NONE)
         started = time.monotonic()
         node_read = wait_ready(client, params["node"], params["ready_timeout"], guard=guard)
         waited = round(time.monotonic() - started, 1)
@@ -242,6 +279,8 @@ def core(client, params):
         reports = [r for r in reports if in_maintenance(r)]
     if waited is not None:
         result["waited"] = waited
+    if record is not None:
+        result["record"] = record
     return {**result, "nodes": reports}
 
 
@@ -255,7 +294,8 @@ ARGUMENT_SPEC = {
     "wait_ready": {"type": "bool", "default": False},
     "ready_timeout": {"type": "int", "default": 600},
     "run_id": {"type": "str"},
-    "held_leases": {"type": "str", "choices": ["none", "slot", "all"], "default": "none"}}
+    "held_leases": {"type": "str", "choices": ["none", "slot", "all"]},
+    "record_phase": {"type": "str", "choices": [record_model.READY]}}
 
 
 def main():

@@ -215,7 +215,7 @@ from ansible_collections.nmo.maintenance.plugins.module_utils.model import order
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import plan as planner
 from ansible_collections.nmo.maintenance.plugins.module_utils.model import rollout
 from ansible_collections.nmo.maintenance.plugins.module_utils.model.marks import EXCLUDE_FROM_REMEDIATION
-from ansible_collections.nmo.maintenance.plugins.module_utils.role_inputs import window_end
+from ansible_collections.nmo.maintenance.plugins.module_utils.model.window import window_end
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows import run as runs
 from ansible_collections.nmo.maintenance.plugins.module_utils.workflows.info import describe, missing
 

@@ -40,3 +40,11 @@ def test_modules_that_only_take_marks_off_import_no_settle_model(module):
 def test_the_drain_still_imports_them():
     """The check above can see these imports: the drain, which uses them, has them."""
     assert set(NOT_NEEDED) <= imported("modules.nmo_drain")
+
+
+def test_the_look_imports_no_input_check():
+    """nmo_plan (every node's look) needs only the window's end (model/window.py): the role's
+    input check (role_inputs.py) imports the drain's options to check them, which the look does
+    not need."""
+    found = imported("modules.nmo_plan")
+    assert not {"module_utils.role_inputs", "module_utils.workflows.drain_options"} & found, sorted(found)

@@ -240,6 +240,10 @@ def test_the_role_names_its_phases_from_the_one_table():
     assert sorted({v for _f, _i, v in named}) == sorted(record.REPORTED)
     assert all(f == "main.yml" for f, _i, _v in named), "the phases are named where the phase files are included"
     writes = {f: i["nmo.maintenance.nmo_progress"]["phase"] for f, i in role_items() if "nmo.maintenance.nmo_progress" in i}
+    # the Ready wait writes its phase itself (nmo_info record_phase)
+    writes.update({f: i["nmo.maintenance.nmo_info"]["record_phase"] for f, i in role_items()
+                   if "record_phase" in (i.get("nmo.maintenance.nmo_info") or {})})
+    assert writes["ready.yml"] == record.READY
     for _f, item, phase in named:
         if included(item) in writes and included(item) != "hooks.yml":
             assert writes[included(item)] == phase, (included(item), phase)
@@ -249,7 +253,7 @@ def test_the_role_names_its_phases_from_the_one_table():
 def test_the_nodes_last_line_is_one_file_the_three_places_include():
     """The failure path, the settle's rescue and a begin that fails the run say the node's last
     line with last_line.yml; its tasks are in the including phase, so it needs no copy a phase."""
-    assert sorted(f for f, i in role_items() if included(i) == "last_line.yml") == ["begin.yml", "failed.yml", "main.yml"]
+    assert sorted(f for f, i in role_items() if included(i) == "last_line.yml") == ["failed.yml", "main.yml", "not_begun.yml"]
     kept = {f for f, i in role_items() if "node_maintenance_last_line" in (i.get("ansible.builtin.set_fact") or {})}
     grouped = {f for f, i in role_items() if (i.get("ansible.builtin.group_by") or {}).get("key") == "nmo_failed"}
     assert kept == grouped == {"last_line.yml"}

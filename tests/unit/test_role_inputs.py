@@ -1,5 +1,6 @@
 """The role's inputs as given (module_utils/role_inputs.py): the shapes the argument spec
-converts away, the shortest lease, the window's format and zone."""
+converts away, the shortest lease, the window's format and zone, and what only later phases
+use (the drain options as the drain checks them, the Ready and gate waits)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 
 from ansible_collections.nmo.maintenance.plugins.module_utils import role_inputs, specs
 from ansible_collections.nmo.maintenance.plugins.module_utils.errors import InputError
+from ansible_collections.nmo.maintenance.plugins.modules import nmo_drain
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "node_maintenance"
@@ -194,3 +196,67 @@ def test_a_bad_policy_for_blocked_nodes_is_named(given, problem):
 def test_a_bound_of_blocked_nodes_as_given(bound):
     given = {**DEFAULTS, "node_maintenance_on_blocked": "quarantine", "node_maintenance_max_blocked": bound}
     assert role_inputs.check(SPEC, given, NOW)[0] == []
+
+
+# -- what only later phases use, checked before any node is touched (what tasks/inputs.yml did for each node) --
+@pytest.mark.parametrize("given, problem", [
+    ({"node_maintenance_drain": {"timeout": -1}},
+     "node_maintenance_drain: timeout: -1.0 must be between 0 and 604800 seconds"),
+    ({"node_maintenance_drain": {"timeout": 0}}, "node_maintenance_drain: timeout: 0.0 must be more than 0 seconds"),
+    ({"node_maintenance_drain_timeout": "-1"}, "node_maintenance_drain: timeout: -1.0 must be between 0 and 604800"),
+    ({"node_maintenance_drain": {"retry_dealy": 2}},
+     "node_maintenance_drain.retry_dealy: not an option of node_maintenance_drain (it takes"),
+    ({"node_maintenance_drain": {"pod_selector": "app in (web"}},
+     "node_maintenance_drain: pod_selector: 'app in (web' is not a valid label selector"),
+    ({"node_maintenance_drain": {"kubevirt": "evict"}},
+     "value of kubevirt must be one of: wait, migrate, got: evict found in node_maintenance_drain"),
+    ({"node_maintenance_drain": {"timeout": "soon"}},
+     "argument 'timeout' is of type str found in 'node_maintenance_drain'. and we were unable to convert to float"),
+    ({"node_maintenance_drain": {"rules": [{"selector": "app=web", "action": "evict"}]}},
+     "value of action must be one of: drain, skip, wait-completed, got: evict found in node_maintenance_drain -> rules"),
+    ({"node_maintenance_progress_interval": -1},
+     "node_maintenance_progress_interval: -1.0 must be between 0 and 604800 seconds"),
+    ({"node_maintenance_progress_interval": "often"},
+     "argument 'node_maintenance_progress_interval' is of type str and we were unable to convert to float"),
+    ({"node_maintenance_volume_detach_timeout": -1},
+     "node_maintenance_volume_detach_timeout: -1 must be between 0 (no wait) and 604800 seconds (a week)"),
+    ({"node_maintenance_ready_timeout": -1}, "node_maintenance_ready_timeout: -1 must be between 0 and 604800 seconds"),
+    ({"node_maintenance_ready_timeout": "604801"},
+     "node_maintenance_ready_timeout: 604801 must be between 0 and 604800 seconds (a week)"),
+    ({"node_maintenance_gate_timeout": -5}, "node_maintenance_gate_timeout: -5 must be between 0 and 604800 seconds"),
+    ({"node_maintenance_gate_delay": -1}, "node_maintenance_gate_delay: -1 must be between 0 and 604800 seconds (a week)"),
+], ids=["drain-timeout", "drain-timeout-0", "deprecated-timeout", "unknown-key", "pod-selector", "kubevirt", "type",
+        "rule-action", "progress-interval", "progress-interval-type", "volume-wait", "ready-timeout", "ready-timeout-text",
+        "gate-timeout", "gate-delay"])
+def test_an_option_a_later_phase_uses_is_refused_naming_the_variable(given, problem):
+    problems, _facts = role_inputs.check(SPEC, {**DEFAULTS, **given}, NOW)
+    assert len(problems) == 1 and problems[0].startswith(problem), problems
+
+
+def test_several_bad_drain_options_are_said_at_once():
+    given = {**DEFAULTS, "node_maintenance_drain": {"parallelism": 0, "retry_delay": 0}, "node_maintenance_gate_delay": -1}
+    problems, _facts = role_inputs.check(SPEC, given, NOW)
+    assert problems == ["node_maintenance_drain: parallelism: 0 must be between 1 and 500 requests; "
+                        "retry_delay: 0.0 must be between 0.1 and 3600 seconds",
+                        "node_maintenance_gate_delay: -1 must be between 0 and 604800 seconds (a week)"]
+
+
+@pytest.mark.parametrize("given", [{"node_maintenance_ready_timeout": 0, "node_maintenance_gate_delay": "0"},
+                                   {"node_maintenance_gate_timeout": 604800, "node_maintenance_progress_interval": "0"},
+                                   {"node_maintenance_drain": {"timeout": "30", "parallelism": "4", "kubevirt": "migrate"}}])
+def test_the_bounds_themselves_and_values_as_e_gives_them_pass(given):
+    assert role_inputs.check(SPEC, {**DEFAULTS, **given}, NOW)[0] == []
+
+
+def test_the_drain_check_is_the_modules_own():
+    """The same code as nmo_drain's validate_only: its options object and its argument spec's options."""
+    assert role_inputs.DrainOptions is nmo_drain.DrainOptions
+    assert role_inputs._DRAIN_TASK_SPEC[role_inputs.DRAIN]["options"] is nmo_drain.ARGUMENT_SPEC["drain"]["options"]
+    assert role_inputs._DRAIN_TASK_SPEC[role_inputs.PROGRESS_INTERVAL] == nmo_drain.ARGUMENT_SPEC["progress_interval"]
+
+
+def test_no_task_of_the_role_checks_the_drain_options_again():
+    """They are checked once, before any node is touched (tasks/check_files.yml)."""
+    for path in sorted((ROLE / "tasks").glob("*.yml")):
+        text = path.read_text()
+        assert "validate_only" not in text and "inputs.yml" not in text, path.name

@@ -31,12 +31,6 @@ PAGE = 500  # nodes a page when listing them (a topology budget's count)
 
 def list_nodes(client: Client, label_selector: str = "") -> List[Dict[str, Any]]:
     """Every node matching ``label_selector`` ('' every node), read page by page."""
-    return node_listing(client, label_selector)["items"]
-
-
-def node_listing(client: Client, label_selector: str = "") -> Dict[str, Any]:
-    """``list_nodes`` as a list the API server answers (items, and the resourceVersion of the
-    snapshot the pages were read from), so that a watch can start where it ended."""
     items: List[Dict[str, Any]] = []
     token = ""
     while True:
@@ -47,10 +41,9 @@ def node_listing(client: Client, label_selector: str = "") -> Dict[str, Any]:
             query["continue"] = token
         page = client.get(paths.NODES, query)
         items += page.get("items") or []
-        meta = page.get("metadata") or {}
-        token = meta.get("continue") or ""
+        token = (page.get("metadata") or {}).get("continue") or ""
         if not token:
-            return {"items": items, "metadata": {"resourceVersion": meta.get("resourceVersion", "")}}
+            return items
 
 
 @dataclass

@@ -30,7 +30,7 @@ from ..stores import leases as lease_store
 from ..stores import maintenance
 from ..stores import record as record_store
 from ..stores.events import BLOCKED, ETCD_BLOCKED, LEASE_ACQUIRED, LEASE_RELEASED, REASONS, EventRecorder
-from ..stores.nodes import node_listing, read_node
+from ..stores.nodes import list_nodes, read_node
 from . import etcd_guard, run
 
 BLOCKED_PREFIX = REASONS[BLOCKED][1]
@@ -215,9 +215,6 @@ class Attempt:
         self.foreign: List[str] = []  # operator mode: the nodes NMO maintains for someone else
         self._nodes: Optional[List[Dict[str, Any]]] = None
         self._nodes_at = 0.0
-        self.node_listing: Dict[str, Any] = {}  # the last list of them, whose version the wait's watch starts from
-        # the nodes as the wait's watch sees them (None: listed when needed)
-        self.watched_nodes: Optional[Callable[[], List[Dict[str, Any]]]] = None
         self._busy: Set[str] = set()  # the nodes holding leases of ours at the last look
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
         # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
@@ -238,13 +235,9 @@ class Attempt:
         return selectors.pop() if len(selectors) == 1 else ""
 
     def nodes(self) -> List[Dict[str, Any]]:
-        """The nodes the budgets count: from the wait's watch while the node waits; else one
-        paginated list, read again after NODES_RESYNC_SECONDS."""
-        if self.watched_nodes is not None:
-            return self.watched_nodes()
+        """The nodes the budgets count (one paginated list, read again after NODES_RESYNC_SECONDS)."""
         if self._nodes is None or time.monotonic() - self._nodes_at >= NODES_RESYNC_SECONDS:
-            self.node_listing = node_listing(self.client, self.node_selector())
-            self._nodes = self.node_listing["items"]
+            self._nodes = list_nodes(self.client, self.node_selector())
             self._nodes_at = time.monotonic()
         return self._nodes
 
@@ -587,14 +580,6 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
     state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "ahead": None, "at": time.monotonic()}
     watchers = [Watcher(client, path, query) for path, query in watched]
-    if attempt.needs_nodes:
-        # the budgets' nodes by watch from the look's list (a node cordoned, NotReady or back in
-        # service is an event), not a list at each look nor every NODES_RESYNC_SECONDS
-        listing = attempt.node_listing if attempt.node_listing.get("metadata", {}).get("resourceVersion") else None
-        node_watch = Watcher(client, paths.NODES, {"labelSelector": attempt.node_selector()} if
-                             attempt.node_selector() else {}, initial=listing)
-        watchers.append(node_watch)
-        attempt.watched_nodes = lambda: list(node_watch.objects.values())
     multi = MultiWatcher(*watchers)
     maintenances = watchers[1]
     attempt.maintenances = lambda: list(maintenances.objects.values())
@@ -620,8 +605,12 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
         still_wanted()
         blocked: Blocked = state["blocked"]
         lapsed = blocked.due is not None and client.server_now() >= blocked.due
-        # the etcd members' health is not all in what is watched: it looks again as often
-        resync = attempt.flavour is not None and time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
+        # nodes are not watched either: a budget counting NotReady nodes looks again as often.
+        # (Not by a watch of them: two watches deliver a node's cordon and the lease its begin
+        # took just before in either order, and a cordon seen first reads as a node out of
+        # service that nothing puts back, for which the scheduler stops the run.)
+        resync = (attempt.flavour is not None or attempt.needs_nodes) and \
+            time.monotonic() - state["at"] >= ETCD_RESYNC_SECONDS
         # -1: the first check after the watch started catches what changed before it did
         moved = sum(w.applied for w in watchers if w is not maintenances)
         failures = blockers_failures()

@@ -453,10 +453,10 @@ class Attempt:
             return places
         if turns_apply and slot.action in (leases.CREATE, leases.TAKE_OVER):
             # an earlier node may have arrived while this one took its places: one fresh list of
-            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.7);
-            # a waiting node has them by watch (a moment old, as a list is once judged), no request
-            way = self.gives_way(seen, self.maintenances() if self.maintenances is not None
-                                 else maintenance.list_all(client), looks)
+            # the NodeMaintenances shows it, and the places go back to it (docs/design.md §18.7).
+            # A list, not the wait's watch: an earlier node's NodeMaintenance made a moment ago
+            # may not have reached the watch yet, and the later node would go first
+            way = self.gives_way(seen, maintenance.list_all(client), looks)
             if way is not None:
                 for place in reversed(places):
                     self.give_back(place)

@@ -367,12 +367,12 @@ def _begin_maintenance(client: Client, b: Beginning) -> Optional[Dict[str, Any]]
     b.result.update(created=b.made["created"], maintenance=maintenance.summary(b.nm),
                     adopted_from=b.made["adopted_from"])
     b.progress.done("maintenance")
-    # The record says the begin reached the NodeMaintenance only where the cluster would not say
-    # it anyway: a NodeMaintenance this run made or adopted names the run, and without a record
-    # of this run that is read as exactly this step (reached_of). So a begin writes its record
-    # once, at its end (or on a failure), not twice: one status write a phase.
-    found = record_store.of(b.nm)
-    if found is not None and found.run == opts.run_id and opts.run_id:
+    # A NodeMaintenance this begin made names the run and has no record: read as exactly this
+    # step (reached_of), so the record is written once, at the begin's end (or on a failure):
+    # one status write a phase. One adopted, or of this run already, carries a record of
+    # another moment, which this run's record replaces now (the rollout scheduler and the
+    # failure path read it while the node waits for its places).
+    if not b.made["created"]:
         b.nm = note_begin(client, b.nm, opts, b.progress.reached, mark=b.mark)
     return None
 

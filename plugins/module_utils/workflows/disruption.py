@@ -396,6 +396,12 @@ class Attempt:
         ``seen``: a list of the leases namespace the caller has just made."""
         self.seen = None
         outcome = self._try(seen)
+        if seen is not None and isinstance(outcome, Blocked) and any(o.ours and not o.busy for o in outcome.out):
+            # A full domain counts a node our begin marked that holds no lease in ``seen``: a
+            # begin takes its leases, then cordons, so a view of the leases a moment older than
+            # the node list misses a node just begun, and the scheduler would stop the run for a
+            # node out of service that nothing puts back. The leases listed afresh say which.
+            outcome = self._try(None)
         if isinstance(outcome, Blocked) and outcome.kind in ("slot", "budget") and self.seen is not None:
             scheduled(self.client, self.req, self.seen,
                       [h["holder"] for h in outcome.holders if h.get("holder") and not h.get("disrupted")],

@@ -85,12 +85,18 @@ def test_a_new_kind_of_wait_is_told_at_once(told):
     assert len(told) == 6
 
 
-def test_the_same_message_again_is_not_told_and_drops_a_held_back_one(told):
-    clock = Clock()
+def held_back(clock: Clock) -> Reporter:
+    """A wait told with holder a, then with holder b a second later: held back, not written."""
     r = reporter(clock)
     r.blocked(blocked(SLOTS + ": a."))
     clock.now += 1
-    r.blocked(blocked(SLOTS + ": b."))  # held back
+    r.blocked(blocked(SLOTS + ": b."))
+    return r
+
+
+def test_the_same_message_again_is_not_told_and_drops_a_held_back_one(told):
+    clock = Clock()
+    r = held_back(clock)
     r.blocked(blocked(SLOTS + ": a."))  # as told: nothing new to tell
     clock.now += REPORT_EVERY
     r.due()
@@ -98,11 +104,7 @@ def test_the_same_message_again_is_not_told_and_drops_a_held_back_one(told):
 
 
 def test_acquiring_clears_only_what_this_wait_wrote(told):
-    clock = Clock()
-    r = reporter(clock)
-    r.blocked(blocked(SLOTS + ": a."))
-    clock.now += 1
-    r.blocked(blocked(SLOTS + ": b."))  # held back, never written
+    r = held_back(Clock())
     none = disruption.leases.Outcome(disruption.leases.HELD, "", None, None)
     r.acquired(disruption.Acquired(none, none, None))
     assert told[-1] == {"status": {"lastError": ""}}

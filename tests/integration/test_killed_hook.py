@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Dict, Optional
 
 import pytest
 from topology import wait_for
@@ -42,14 +43,25 @@ FLASH = """\
 """
 
 
-def alive(pid: int) -> bool:
+def start_of(pid: int) -> Optional[str]:
+    """The process's start (clock ticks after boot, /proc/PID/stat's 22nd field), None once it
+    has exited (gone, or a zombie its new parent has not reaped yet)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if len(fields) < 20 or fields[0] in ("Z", "X") else fields[19]
+
+
+STARTS: Dict[int, Optional[str]] = {}  # each flash's start, taken when the test first sees its PID
+
+
+def alive(pid: int) -> bool:
+    """Whether the flash of ``pid`` still runs: the PID alone is not enough, as a main lane's
+    processes go round the PIDs (pid_max 32768) and another process may hold it by the end."""
+    start = start_of(pid)
+    return start is not None and start == STARTS.setdefault(pid, start)
 
 
 def flashes(tmp_path) -> list:
@@ -66,6 +78,7 @@ def flash_and_kill(user, inventory, tmp_path, run_id, hooks, heartbeat_too=False
                  "the flash to start")
         assert proc.proc.poll() is None, errors(proc.output)
         first = int(flashes(tmp_path)[0][1])
+        alive(first)  # its start, to tell it from a later process given the same PID
         if heartbeat_too:
             os.kill(proc.last(START)["result"]["heartbeat_pid"], signal.SIGKILL)
         os.kill(proc.proc.pid, signal.SIGKILL)

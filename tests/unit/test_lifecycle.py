@@ -86,8 +86,8 @@ class LeasesOnly:
     def __init__(self, items) -> None:
         self.items, self.patches = items, []
 
-    def get(self, path):
-        assert path.endswith("/leases"), path
+    def get(self, path, query=None):
+        assert path.endswith("/leases") and not query, (path, query)
         return {"items": self.items}
 
     def patch(self, path, body, kind):

@@ -133,3 +133,28 @@ def test_a_multi_watcher_counts_only_batches_that_brought_events():
     two._put(("ADDED", pod("x")))
     assert len(multi.drain_events(0)) == 1 and multi.changes == 1 and "ns/x" in two.objects
     assert multi.drain_events(0) == [] and multi.changes == 1
+
+
+class OneList:
+    """A collection listed once: its items and resourceVersion; any other request fails the test."""
+
+    def __init__(self) -> None:
+        self.gets = 0
+
+    def get(self, path, query=None):
+        self.gets += 1
+        return {"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1", "metadata": {"resourceVersion": "41"},
+                "items": [{"metadata": {"namespace": "ns", "name": "a"}}]}
+
+
+def test_a_list_as_answered_starts_a_watcher_and_a_copy_of_it_does_not():
+    client = OneList()
+    found = waiter.listed(client, "/leases")
+    assert found == [{"kind": "Lease", "apiVersion": "coordination.k8s.io/v1", "metadata": {"namespace": "ns", "name": "a"}}]
+    watcher = waiter.Watcher(client, "/leases", initial=waiter.start_from(found))
+    assert watcher.resource_version == "41" and list(watcher.objects) == ["ns/a"]
+    watcher.objects["ns/a"]["metadata"]["name"] = "changed by the watch"
+    assert found[0]["metadata"]["name"] == "a", "the watcher's view is its own copy"
+    assert waiter.start_from(list(found)) is None and waiter.start_from(None) is None
+    assert waiter.start_from(waiter.Listed([{}])) is None, "a list without a version is listed again"
+    assert client.gets == 1

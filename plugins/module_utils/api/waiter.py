@@ -9,6 +9,7 @@ the API server while nothing changes.
 
 from __future__ import annotations
 
+import copy
 import json
 import queue
 import threading
@@ -40,6 +41,32 @@ def list_objects(client: Client, path: str, query: Optional[Dict[str, Any]] = No
         item.setdefault("kind", kind)
         item.setdefault("apiVersion", api_version)
     return listing
+
+
+class Listed(list):
+    """The items of one list and the list's resourceVersion: a Watcher of the same collection
+    starts from them (``initial=listed.listing()``) instead of listing again. A copy (``list(x)``)
+    is a plain list: only the list as answered carries a version to watch from."""
+
+    def __init__(self, items: Any = (), resource_version: str = "") -> None:
+        super().__init__(items)
+        self.resource_version = resource_version
+
+    def listing(self) -> Optional[Dict[str, Any]]:
+        # copies: the watch replaces what it reads, the caller may change its own
+        return {"items": copy.deepcopy(list(self)), "metadata": {"resourceVersion": self.resource_version}} \
+            if self.resource_version else None
+
+
+def listed(client: Client, path: str, query: Optional[Dict[str, Any]] = None) -> Listed:
+    """``list_objects``' items, with the version a watch can start from."""
+    listing = list_objects(client, path, query)
+    return Listed(listing.get("items", []), (listing.get("metadata") or {}).get("resourceVersion", ""))
+
+
+def start_from(found: Optional[List[Dict[str, Any]]]) -> Optional[Dict[str, Any]]:
+    """What a Watcher starts from: ``found`` when it is a list as answered, else None (it lists)."""
+    return found.listing() if isinstance(found, Listed) else None
 
 
 class Watcher:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api import paths
 from ..api.client import Client
+from ..api.waiter import listed
 from ..errors import ApiError, ConcurrentUpdateError, Conflict, NmoError, NotFound, UnprocessableEntity
 from ..model.leases import (
     BLOCKED,
@@ -86,7 +87,8 @@ def read(client: Client, namespace: str, name: str) -> Optional[Lease]:
 
 
 def list_leases(client: Client, namespace: str = LEASE_NAMESPACE) -> List[Lease]:
-    return client.get(leases_path(namespace)).get("items", [])
+    """Every lease of ``namespace``; a wait that follows watches from this list (api/waiter.py's Listed)."""
+    return listed(client, leases_path(namespace))
 
 
 def create(client: Client, body: Lease) -> Lease:

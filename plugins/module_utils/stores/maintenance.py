@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..api import paths
 from ..api.client import Client
-from ..api.waiter import Watcher, list_objects, wait_until
+from ..api.waiter import Watcher, list_objects, listed, wait_until
 from ..errors import Conflict, InputError, NotFound, RefusedError, WaitTimeout
 from ..model.leases import RUN_ANNOTATION
 from ..model.times import now_rfc3339, parse_time
@@ -38,8 +38,9 @@ def path(name: str, subresource: str = "") -> str:
 
 
 def list_all(client: Client) -> List[Dict[str, Any]]:
+    """Every NodeMaintenance; a wait that follows watches from this list (api/waiter.py's Listed)."""
     try:
-        items = client.get(API).get("items", [])
+        items = listed(client, API)
     except NotFound:  # the CRD is not installed: there are none
         return []
     for item in items:

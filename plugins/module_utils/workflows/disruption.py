@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Union
 
 from ..api import paths
 from ..api.client import Client
-from ..api.waiter import MultiWatcher, Watcher, wait_until
+from ..api.waiter import MultiWatcher, Watcher, start_from, wait_until
 from ..errors import BlockedError, InputError, RefusedError, WaitTimeout
 from ..model import leases, rollout, topology_budgets, turns, validation
 from ..model.marks import is_control_plane
@@ -219,6 +219,7 @@ class Attempt:
         self.seen: Optional[List[leases.Lease]] = None  # the list the last try judged from
         # the NodeMaintenances as the wait's watch sees them (None: read when needed, one list)
         self.maintenances: Optional[Callable[[], List[Dict[str, Any]]]] = None
+        self.maintenances_listed: Optional[List[Dict[str, Any]]] = None  # the records' list, which a wait watches from
         # model/turns.py: only a node of a run with a turn gives way; never in check mode (its
         # run made no NodeMaintenance to see) nor in operator mode (the slot comes before it)
         self.takes_turns = req.turn is not None and bool(req.run_id) and not req.operator and not client.dry_run
@@ -226,8 +227,10 @@ class Attempt:
     def records(self, nodes: List[str]) -> Dict[str, Record]:
         """The progress records of the nodes that hold the places this one waits for: from the
         wait's watch, or one list of the NodeMaintenances (a few: the nodes in maintenance)."""
-        items = self.maintenances() if self.maintenances is not None else maintenance.list_all(self.client)
-        return records_of(items, nodes)
+        if self.maintenances is not None:
+            return records_of(self.maintenances(), nodes)
+        self.maintenances_listed = maintenance.list_all(self.client)
+        return records_of(self.maintenances_listed, nodes)
 
     def node_selector(self) -> str:
         """What the budgets' nodes are listed (and watched) by: their budget's selector, or every node."""
@@ -581,11 +584,15 @@ def _wait(client: Client, req: Request, attempt: Attempt, reporter: Reporter, fi
     # The NodeMaintenances, all of them (the nodes in maintenance: a few): the blockers' progress
     # records, so a blocker's failure wakes the wait (the scheduler reads it), and this node's
     # own, whose deletion (recover.yml, a user) ends the wait.
-    watched = [(lease_store.leases_path(req.namespace), {}), (maintenance.API, {})]
+    # The leases and the NodeMaintenances watched from the lists the first look made (when it
+    # made them: a view handed in is watched from a list of its own), not listed again: the
+    # watch brings what changed since, the wait's first check looks at once (moved -1)
+    watchers = [Watcher(client, lease_store.leases_path(req.namespace), initial=start_from(attempt.seen)),
+                Watcher(client, maintenance.API, initial=start_from(attempt.maintenances_listed))]
     if attempt.flavour:
-        watched += etcd_guard.watched_paths(attempt.flavour, req.etcd)
+        watchers += [Watcher(client, path, query)
+                     for path, query in etcd_guard.watched_paths(attempt.flavour, req.etcd)]
     state: Dict[str, Any] = {"blocked": first, "moved": -1, "failures": None, "ahead": None, "at": time.monotonic()}
-    watchers = [Watcher(client, path, query) for path, query in watched]
     multi = MultiWatcher(*watchers)
     maintenances = watchers[1]
     attempt.maintenances = lambda: list(maintenances.objects.values())

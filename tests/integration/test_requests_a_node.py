@@ -45,7 +45,8 @@ AT_MOST = {
 # with waits: the first look's reads of the budget's nodes and the holders' records, no list a look
 # (the nodes listed again when a holder let its places go: how often follows the timing). The
 # NodeMaintenances: the begin's list and the turn check's after a slot is taken (a node), and a
-# wait's two (the holders' records at its first look, its watch's start): how many waits a node
+# wait's (the holders' records at its first look, which its watch starts from; and the turn
+# check's again when a place taken is given back to an earlier node): how many waits a node
 # goes through follows the timing, so they are counted, from the watches beyond one a node
 WAITING_AT_MOST = {**AT_MOST, "list nodemaintenances": (2, 2, 2), "list nodes": (3, 3),
                    "patch nodemaintenances/status": (11, 0)}

@@ -61,7 +61,7 @@ def alive(pid: int) -> bool:
     """Whether the flash of ``pid`` still runs: the PID alone is not enough, as a main lane's
     processes go round the PIDs (pid_max 32768) and another process may hold it by the end."""
     start = start_of(pid)
-    return start is not None and start == STARTS.setdefault(pid, start)
+    return start is not None and start == STARTS.get(pid, start)
 
 
 def flashes(tmp_path) -> list:
@@ -78,7 +78,7 @@ def flash_and_kill(user, inventory, tmp_path, run_id, hooks, heartbeat_too=False
                  "the flash to start")
         assert proc.proc.poll() is None, errors(proc.output)
         first = int(flashes(tmp_path)[0][1])
-        alive(first)  # its start, to tell it from a later process given the same PID
+        STARTS[first] = start_of(first)  # to tell it from a later process given the same PID
         if heartbeat_too:
             os.kill(proc.last(START)["result"]["heartbeat_pid"], signal.SIGKILL)
         os.kill(proc.proc.pid, signal.SIGKILL)
